@@ -1,0 +1,47 @@
+# SPDX-License-Identifier: GPL-2.0
+# cgroup-energy: top-level make targets. See README.md.
+
+KVER ?= $(shell uname -r)
+KDIR ?= /lib/modules/$(KVER)/build
+CGE_CACHE ?= /var/cache/cgroup-energy
+PYTHON ?= /usr/bin/python3
+export CGE_CACHE
+
+.PHONY: all module tool kunit style check demo bench clean install uninstall
+
+all: module tool
+
+module:
+	@if [ ! -d "$(KDIR)" ]; then \
+		echo "cgroup-energy: no kernel build tree at $(KDIR)" >&2; \
+		echo "cgroup-energy: install it: apt-get install linux-headers-$(KVER)" >&2; \
+		echo "cgroup-energy: or point at one: make KDIR=/lib/modules/<version>/build" >&2; \
+		exit 1; \
+	fi
+	$(MAKE) -C $(KDIR) M=$(CURDIR) modules
+
+tool:
+	$(MAKE) -C userspace
+
+kunit:
+	$(PYTHON) -m pytest -q tests/test_kunit.py
+
+style:
+	sh tests/style.sh
+
+check:
+	sh tests/check.sh
+
+demo:
+	sh tests/vm/demo.sh
+
+clean:
+	@if [ -d "$(KDIR)" ]; then $(MAKE) -C $(KDIR) M=$(CURDIR) clean; fi
+	$(MAKE) -C userspace clean
+	rm -rf .build
+
+install:
+	$(MAKE) -C userspace install
+
+uninstall:
+	$(MAKE) -C userspace uninstall

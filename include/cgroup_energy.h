@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: GPL-2.0 OR MIT */
+/*
+ * cgroup_energy.h - names shared by the module, the energystat tool and the
+ * tests: filesystem type, mount point, file names and energy.stat keys.
+ *
+ * Only preprocessor definitions: this header is included both from kernel
+ * code and from userspace C.
+ */
+#ifndef CGROUP_ENERGY_H
+#define CGROUP_ENERGY_H
+
+#define CGE_VERSION		"0.1.0"
+#define CGE_MODULE_NAME		"cgroup_energy"
+#define CGE_FS_TYPE		"cgroup_energy"
+#define CGE_MOUNT_POINT		"/sys/fs/cgroup_energy"
+#define CGE_CGROUP_ROOT		"/sys/fs/cgroup"
+#define CGE_STAT_FILE		"energy.stat"
+#define CGE_INFO_FILE		"energy.info"
+
+/* energy.stat keys present in every directory */
+#define CGE_KEY_USAGE_USEC	"usage_usec"
+#define CGE_KEY_ENERGY_UJ	"energy_uj"
+#define CGE_KEY_WAKEUPS		"wakeups"
+#define CGE_KEY_IMPACT_USEC	"impact_usec"
+
+/* per RAPL domain keys, present only for the domains the source measures */
+#define CGE_KEY_PACKAGE_UJ	"package_uj"
+#define CGE_KEY_CORE_UJ		"core_uj"
+#define CGE_KEY_UNCORE_UJ	"uncore_uj"
+#define CGE_KEY_DRAM_UJ		"dram_uj"
+#define CGE_KEY_PSYS_UJ		"psys_uj"
+
+/* keys present only in the root directory's energy.stat */
+#define CGE_KEY_TOTAL_UJ	"total_uj"
+#define CGE_KEY_IDLE_UJ		"idle_uj"
+#define CGE_KEY_IDLE_USEC	"idle_usec"
+
+#endif /* CGROUP_ENERGY_H */
