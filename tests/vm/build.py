@@ -1,0 +1,133 @@
+# SPDX-License-Identifier: GPL-2.0
+"""Build kernel modules against a cached Debian kernel's headers.
+
+    build_module('6.1')                  -> <repo>/.build/<kver>/cgroup_energy.ko
+    build_external(src_dir, '6.1')       -> <repo>/.build/<kver>/ext/<name>/<mod>.ko
+
+Sources are copied with `rsync -a` (mtimes kept, so make rebuilds only what
+changed) into a per-kernel out-of-tree copy, then built with
+`make -C <kdir> M=<copy> modules`.
+
+CLI: build.py [--flavour 6.1] [--src DIR]   (prints the .ko path)
+"""
+import argparse
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+try:
+    from . import kernels
+except ImportError:                       # run as a script
+    import kernels
+
+REPO = Path(__file__).resolve().parents[2]
+MODULE = 'cgroup_energy'
+# Kbuild products that rsync --delete must keep in the copy.
+PRODUCTS = ['*.o', '*.ko', '*.mod', '*.mod.c', '*.cmd', '*.order',
+            'Module.symvers', '.tmp_*', '*.a', '*.dwo', '*.lds']
+
+
+class BuildError(RuntimeError):
+    pass
+
+
+def build_dir(kver):
+    return REPO / '.build' / kver
+
+
+def _sync(srcs, dst):
+    dst.mkdir(parents=True, exist_ok=True)
+    excl = [f'--exclude={p}' for p in PRODUCTS]
+    r = subprocess.run(['rsync', '-a', '--delete', *excl,
+                        *[str(s) for s in srcs], f'{dst}/'],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        raise BuildError(f'rsync into {dst} failed: {r.stderr.strip()}')
+
+
+def _build(k, srcs, mdir, what):
+    """Copy srcs into mdir and make there, holding a per-directory lock."""
+    mdir.parent.mkdir(parents=True, exist_ok=True)
+    with kernels.locked(mdir.parent / f'.{mdir.name}.lock'):
+        _sync(srcs, mdir)
+        _make(k, mdir, what)
+
+
+def _make(k, mdir, what):
+    if not k.kdir.is_dir():
+        raise BuildError(f'no kernel build tree at {k.kdir}')
+    cmd = ['make', '-C', str(k.kdir), f'M={mdir}',
+           f'-j{os.cpu_count() or 1}', 'modules']
+    t0 = time.monotonic()
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        out = (r.stdout + r.stderr).strip().splitlines()
+        raise BuildError(f'building {what} for {k.kver} failed '
+                         f'({" ".join(cmd)}):\n' + '\n'.join(out[-60:]))
+    built = 'CC' in r.stdout or 'LD' in r.stdout
+    print(f'build: {what} for {k.kver}: '
+          + (f'built in {time.monotonic() - t0:.1f} s' if built
+             else 'up to date'), file=sys.stderr, flush=True)
+
+
+def _kernel(flavour, kernel):
+    return kernel if kernel is not None else kernels.kernel(flavour)
+
+
+def build_module(flavour='6.1', kernel=None):
+    """Build cgroup_energy.ko (Kbuild at the repo root) for a flavour."""
+    k = _kernel(flavour, kernel)
+    dst = build_dir(k.kver)
+    srcs = [REPO / n for n in ('Kbuild', 'kmod', 'include')]
+    missing = [str(s) for s in srcs if not s.exists()]
+    if missing:
+        raise BuildError(f'missing module sources: {" ".join(missing)}')
+    _build(k, srcs, dst, f'{MODULE}.ko')
+    ko = dst / f'{MODULE}.ko'
+    if not ko.exists():
+        raise BuildError(f'make succeeded but {ko} is missing')
+    return ko
+
+
+def build_external(src_dir, flavour='6.1', name=None, kernel=None):
+    """Build the module in src_dir (a Kbuild dir); returns the .ko path.
+
+    name selects the .ko when the directory builds several."""
+    src = Path(src_dir).resolve()
+    if not (src / 'Kbuild').exists() and not (src / 'Makefile').exists():
+        raise BuildError(f'{src} has neither Kbuild nor Makefile')
+    k = _kernel(flavour, kernel)
+    try:
+        tag = str(src.relative_to(REPO)).replace('/', '_')
+    except ValueError:
+        tag = src.name
+    dst = build_dir(k.kver) / 'ext' / tag
+    _build(k, [f'{src}/'], dst, tag)
+    kos = sorted(dst.glob('*.ko'))
+    if name:
+        kos = [p for p in kos if p.stem == name.removesuffix('.ko')]
+    if len(kos) != 1:
+        raise BuildError(f'expected one module in {dst}, found '
+                         f'{[p.name for p in kos]} (pass name=)')
+    return kos[0]
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    ap.add_argument('--flavour', default='6.1', choices=kernels.FLAVOURS)
+    ap.add_argument('--src', help='build this Kbuild dir instead of the module')
+    a = ap.parse_args(argv)
+    try:
+        ko = (build_external(a.src, a.flavour) if a.src
+              else build_module(a.flavour))
+    except (BuildError, kernels.KernelError) as e:
+        print(f'build: error: {e}', file=sys.stderr)
+        return 1
+    print(ko)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,56 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# PID 1 of the test VM, run from the host root (read-only 9p) after
+# switch_root.  Mounts the usual filesystems and the writable run directory
+# (9p tag "cgerun") on /run/cge, runs the commands in /run/cge/cmd/ in order,
+# each output in /run/cge/out/<n>.out and exit status in /run/cge/out/<n>.rc,
+# then writes /run/cge/verdict and powers off.  Console lines start with
+# "cge-guest:"; command output never goes to the console.
+PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+export PATH
+
+say() { echo "cge-guest: $*" >/dev/console; }
+
+halt() {
+	sync
+	if [ -x /bin/busybox ]; then /bin/busybox poweroff -f; fi
+	echo o >/proc/sysrq-trigger
+	sleep 10
+}
+
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+mkdir -p /dev/pts /dev/shm
+mount -t devpts devpts /dev/pts
+mount -t tmpfs tmpfs /dev/shm
+mount -t cgroup2 cgroup2 /sys/fs/cgroup
+mount -t tmpfs tmpfs /tmp
+mount -t tmpfs tmpfs /run
+[ -d /sys/kernel/debug ] && mount -t debugfs debugfs /sys/kernel/debug
+[ -d /sys/kernel/tracing ] && mount -t tracefs tracefs /sys/kernel/tracing
+mkdir -p /run/cge
+if ! mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 cgerun /run/cge; then
+	say "FATAL: cannot mount the run directory"
+	halt
+fi
+# shellcheck disable=SC1091
+. /run/cge/config                 # REPO, CGE_FLAVOUR, CGE_KVER
+export HOME=/tmp LANG=C.UTF-8 PYTHONDONTWRITEBYTECODE=1 CGE_GUEST=1
+export CGE_FLAVOUR CGE_KVER REPO
+say "up $(cut -d' ' -f1 /proc/uptime)"
+
+for f in /run/cge/cmd/*; do
+	[ -f "$f" ] || continue
+	n=${f##*/}
+	say "cmd $n start"
+	(cd "$REPO" && exec sh -c "$(cat "$f")") >"/run/cge/out/$n.out" 2>&1 </dev/null
+	rc=$?
+	echo "$rc" >"/run/cge/out/$n.rc"
+	say "cmd $n rc=$rc"
+done
+
+dmesg >/run/cge/dmesg 2>&1
+echo ok >/run/cge/verdict
+say "done"
+halt

@@ -1,0 +1,274 @@
+# SPDX-License-Identifier: GPL-2.0
+"""Boot a Debian kernel under QEMU (TCG) with the host root over 9p and run
+shell commands in it.
+
+    r = run_vm('6.1', ['uname -r', 'cat /proc/cmdline'])
+    r[0].rc, r[0].output          # per command, in order (also r['name'])
+    r.console, r.console_path, r.boot_time, r.dmesg
+
+Commands may be a list, a dict {name: command} or one string.  Each runs as
+`sh -c` in the repository root, one after the other, in one boot.  The verdict
+comes from files the guest writes to a writable 9p export (the run directory,
+.build/vm-runs/<flavour>-<time>-<pid>/, `last` links to the newest), never
+from QEMU's exit status.  VMError (with .result holding whatever commands
+completed) is raised on a kernel splat, a timeout or a missing verdict.  A
+command's non-zero exit status is not an error: check rc, or r.check().
+
+CLI: harness.py [--flavour 6.1] [--console] -- 'cmd1' 'cmd2' ...
+"""
+import argparse
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+try:
+    from . import initramfs, kernels
+except ImportError:                       # run as a script
+    import initramfs
+    import kernels
+
+REPO = Path(__file__).resolve().parents[2]
+GUEST_INIT = Path(__file__).resolve().parent / 'guest-init.sh'
+QEMU = 'qemu-system-x86_64'
+BOOT_ARGS = 'console=ttyS0 panic=-1 oops=panic panic_on_warn=1'
+SPLAT = re.compile(r'BUG:|WARNING:|Oops|Call Trace|Kernel panic|'
+                   r'kernel BUG at|general protection fault|UBSAN:|KASAN:')
+KEEP_RUNS = 20
+
+
+class VMError(RuntimeError):
+    """The VM run failed as a whole; .result has the partial results."""
+
+    def __init__(self, msg, result=None):
+        super().__init__(msg)
+        self.result = result
+
+
+@dataclass
+class CommandResult:
+    name: str
+    cmd: str
+    rc: int | None              # None: the command did not finish
+    output: str
+
+    @property
+    def ok(self):
+        return self.rc == 0
+
+
+@dataclass
+class VMResult:
+    flavour: str
+    kver: str
+    rundir: Path
+    results: list = field(default_factory=list)
+    console: str = ''
+    dmesg: str = ''
+    boot_time: float | None = None   # QEMU start to guest init running, s
+    duration: float = 0.0            # QEMU start to exit, s
+    exit_status: int | None = None   # QEMU's (via timeout); informative only
+
+    @property
+    def console_path(self):
+        return self.rundir / 'console.log'
+
+    def __getitem__(self, key):
+        if isinstance(key, str):
+            for r in self.results:
+                if r.name == key:
+                    return r
+            raise KeyError(key)
+        return self.results[key]
+
+    def __iter__(self):
+        return iter(self.results)
+
+    def __len__(self):
+        return len(self.results)
+
+    def check(self):
+        """Raise AssertionError listing every command that did not exit 0."""
+        bad = [r for r in self.results if not r.ok]
+        if bad:
+            raise AssertionError('\n'.join(
+                f'[{r.name}] rc={r.rc}: {r.cmd}\n{r.output}' for r in bad))
+        return self
+
+
+def _normalise(commands):
+    if isinstance(commands, str):
+        commands = [commands]
+    if isinstance(commands, dict):
+        return [(str(k), v) for k, v in commands.items()]
+    return [(str(i), c) for i, c in enumerate(commands)]
+
+
+def _new_rundir(flavour):
+    base = Path(os.environ.get('CGE_RUNS') or REPO / '.build' / 'vm-runs')
+    base.mkdir(parents=True, exist_ok=True)
+    runs = sorted((p for p in base.iterdir()
+                   if p.is_dir() and not p.is_symlink()),
+                  key=lambda p: p.stat().st_mtime)
+    for old in runs[:-KEEP_RUNS]:
+        shutil.rmtree(old, ignore_errors=True)
+    stamp = time.strftime('%Y%m%d-%H%M%S')
+    d = base / f'{flavour}-{stamp}-{os.getpid()}-{time.monotonic_ns() % 10**6}'
+    (d / 'cmd').mkdir(parents=True)
+    (d / 'out').mkdir()
+    last = base / 'last'
+    tmp = base / f'.last.{os.getpid()}'
+    tmp.unlink(missing_ok=True)
+    tmp.symlink_to(d.name)
+    tmp.replace(last)
+    return d
+
+
+def _splat_context(text):
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if SPLAT.search(line):
+            return line, '\n'.join(lines[max(0, i - 5):i + 45])
+    return None, None
+
+
+def _read(p):
+    try:
+        return p.read_text(errors='replace')
+    except FileNotFoundError:
+        return None
+
+
+def _collect(res, cmds):
+    out = res.rundir / 'out'
+    for i, (name, cmd) in enumerate(cmds):
+        rc = _read(out / f'{i:04d}.rc')
+        res.results.append(CommandResult(
+            name, cmd, int(rc) if rc and rc.strip().isdigit() else None,
+            _read(out / f'{i:04d}.out') or ''))
+
+
+def _fail(res, why, context=None):
+    tail = context or '\n'.join(res.console.splitlines()[-60:])
+    done = sum(r.rc is not None for r in res.results)
+    raise VMError(f'VM {res.flavour} ({res.kver}): {why}\n'
+                  f'commands finished: {done}/{len(res.results)}; '
+                  f'console log: {res.console_path}\n'
+                  f'--- console ---\n{tail}\n--- end ---', res)
+
+
+def _pump(proc, log, t0, state, echo):
+    with open(log, 'wb') as f:
+        for line in proc.stdout:
+            f.write(line)
+            f.flush()
+            if echo:
+                sys.stderr.write(line.decode(errors='replace'))
+            if state.get('boot') is None and b'cge-guest: up' in line:
+                state['boot'] = time.monotonic() - t0
+
+
+def qemu_command(k, initrd, rundir, cpus, mem, append):
+    cmdline = f'{BOOT_ARGS} cge_init={GUEST_INIT} {append}'.strip()
+    return [QEMU, '-machine', 'q35', '-accel', 'tcg', '-cpu', 'max',
+            '-smp', str(cpus), '-m', str(mem), '-no-reboot', '-nographic',
+            '-nodefaults', '-serial', 'stdio',
+            '-kernel', str(k.vmlinuz), '-initrd', str(initrd),
+            '-append', cmdline,
+            '-virtfs', 'local,path=/,mount_tag=hostroot,readonly=on,'
+                       'security_model=none,multidevs=remap',
+            '-virtfs', f'local,path={rundir},mount_tag=cgerun,'
+                       'security_model=none,multidevs=remap']
+
+
+def run_vm(flavour, commands, timeout=300, cpus=2, mem='1G', append='',
+           echo=False):
+    """Boot flavour once, run commands in order; returns VMResult."""
+    if shutil.which(QEMU) is None:
+        raise VMError(f'{QEMU} not found: apt-get install qemu-system-x86')
+    k = kernels.kernel(flavour)
+    initrd = initramfs.build(k)
+    cmds = _normalise(commands)
+    rundir = _new_rundir(flavour)
+    for i, (_, cmd) in enumerate(cmds):
+        (rundir / 'cmd' / f'{i:04d}').write_text(cmd + '\n')
+    (rundir / 'config').write_text(
+        f'REPO={shlex.quote(str(REPO))}\nCGE_FLAVOUR={shlex.quote(flavour)}\n'
+        f'CGE_KVER={shlex.quote(k.kver)}\n')
+    argv = ['timeout', '-k', '5', str(int(timeout)),
+            *qemu_command(k, initrd, rundir, cpus, mem, append)]
+    (rundir / 'qemu.cmd').write_text(shlex.join(argv) + '\n')
+    res = VMResult(flavour, k.kver, rundir)
+    state = {}
+    t0 = time.monotonic()
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    pump = threading.Thread(target=_pump, daemon=True,
+                            args=(proc, res.console_path, t0, state, echo))
+    pump.start()
+    try:
+        res.exit_status = proc.wait(timeout + 15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        res.exit_status = proc.wait()
+    pump.join(10)
+    res.duration = time.monotonic() - t0
+    res.boot_time = state.get('boot')
+    res.console = (_read(res.console_path) or '').replace('\r', '')
+    res.dmesg = _read(rundir / 'dmesg') or ''
+    _collect(res, cmds)
+    boot = f'{res.boot_time:.1f} s' if res.boot_time else 'n/a'
+    print(f'vm: {flavour} ({k.kver}) boot {boot}, total {res.duration:.1f} s, '
+          f'log {res.console_path}', file=sys.stderr, flush=True)
+    for text in (res.console, res.dmesg):
+        line, ctx = _splat_context(text)
+        if line:
+            _fail(res, f'kernel splat: {line.strip()}', ctx)
+    if res.exit_status in (124, 137) or res.duration > timeout + 10:
+        _fail(res, f'timed out after {timeout} s')
+    if (_read(rundir / 'verdict') or '').strip() != 'ok':
+        _fail(res, 'no verdict from the guest (it crashed, rebooted or '
+                   'powered off early)')
+    return res
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(
+        description='Run shell commands in a test VM, print their output.')
+    ap.add_argument('--flavour', default='6.1', choices=kernels.FLAVOURS)
+    ap.add_argument('--timeout', type=int, default=300)
+    ap.add_argument('--cpus', type=int, default=2)
+    ap.add_argument('--mem', default='1G')
+    ap.add_argument('--append', default='', help='extra kernel arguments')
+    ap.add_argument('--console', action='store_true',
+                    help='stream the guest console to stderr')
+    ap.add_argument('commands', nargs='+')
+    a = ap.parse_args(argv)
+    err = None
+    try:
+        res = run_vm(a.flavour, a.commands, timeout=a.timeout, cpus=a.cpus,
+                     mem=a.mem, append=a.append, echo=a.console)
+    except VMError as e:
+        err, res = e, e.result
+    except (kernels.KernelError, initramfs.InitramfsError) as e:
+        print(f'harness: error: {e}', file=sys.stderr)
+        return 2
+    for r in (res.results if res else []):
+        print(f'=== [{r.name}] $ {r.cmd}   (rc={r.rc})')
+        sys.stdout.write(r.output if r.output.endswith('\n') or not r.output
+                         else r.output + '\n')
+    sys.stdout.flush()
+    if err:
+        print(f'harness: {err}', file=sys.stderr)
+        return 2
+    return 0 if all(r.ok for r in res.results) else 1
+
+
+if __name__ == '__main__':
+    sys.exit(main())
