@@ -1,0 +1,265 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * stat.c - parse energy.stat and energy.info, read small pseudo-files.
+ *
+ * The parsers take a buffer and know nothing of files, so that every kind of
+ * junk (binary data, overlong lines, values above 2^64-1) is handled in one
+ * place and reported with its line number.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "energystat.h"
+
+const struct key_desc key_table[NKEYS] = {
+	[K_USAGE_USEC]	= { CGE_KEY_USAGE_USEC,	KIND_CPU_USEC,	"cpu_percent" },
+	[K_ENERGY_UJ]	= { CGE_KEY_ENERGY_UJ,	KIND_UJ,	"power_w" },
+	[K_WAKEUPS]	= { CGE_KEY_WAKEUPS,	KIND_COUNT,	"wakeups_per_s" },
+	[K_IMPACT_USEC]	= { CGE_KEY_IMPACT_USEC, KIND_IMPACT,	"impact" },
+	[K_PACKAGE_UJ]	= { CGE_KEY_PACKAGE_UJ,	KIND_UJ,	"package_w" },
+	[K_CORE_UJ]	= { CGE_KEY_CORE_UJ,	KIND_UJ,	"core_w" },
+	[K_UNCORE_UJ]	= { CGE_KEY_UNCORE_UJ,	KIND_UJ,	"uncore_w" },
+	[K_DRAM_UJ]	= { CGE_KEY_DRAM_UJ,	KIND_UJ,	"dram_w" },
+	[K_PSYS_UJ]	= { CGE_KEY_PSYS_UJ,	KIND_UJ,	"psys_w" },
+	[K_TOTAL_UJ]	= { CGE_KEY_TOTAL_UJ,	KIND_UJ,	"total_w" },
+	[K_IDLE_UJ]	= { CGE_KEY_IDLE_UJ,	KIND_UJ,	"idle_w" },
+	[K_IDLE_USEC]	= { CGE_KEY_IDLE_USEC,	KIND_CPU_USEC,	"idle_cpu_percent" },
+};
+
+static bool is_key_char(unsigned char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+static int key_lookup(const char *k, size_t n)
+{
+	for (int i = 0; i < NKEYS; i++)
+		if (strlen(key_table[i].name) == n &&
+		    memcmp(key_table[i].name, k, n) == 0)
+			return i;
+	return -1;
+}
+
+static int fail(struct parse_err *pe, unsigned int line, const char *msg)
+{
+	pe->line = line;
+	snprintf(pe->msg, sizeof(pe->msg), "%s", msg);
+	return -1;
+}
+
+/* Parse one "key value" line (no newline). Returns 0, or -1 with pe set. */
+static int parse_line(const char *p, size_t n, unsigned int lineno,
+		      struct cg_stat *st, struct parse_err *pe)
+{
+	size_t i = 0, kstart, klen;
+	uint64_t v = 0;
+
+	if (n > STAT_MAX_LINE)
+		return fail(pe, lineno, "line too long");
+	for (size_t j = 0; j < n; j++) {
+		unsigned char c = (unsigned char)p[j];
+
+		if ((c < 0x20 && c != '\t' && c != '\r') || c >= 0x7f)
+			return fail(pe, lineno, "binary data");
+	}
+
+	kstart = i;
+	while (i < n && is_key_char((unsigned char)p[i]))
+		i++;
+	klen = i - kstart;
+	if (klen == 0 || i == n || (p[i] != ' ' && p[i] != '\t'))
+		return fail(pe, lineno, "expected 'key value'");
+	while (i < n && (p[i] == ' ' || p[i] == '\t'))
+		i++;
+	if (i == n || p[i] < '0' || p[i] > '9')
+		return fail(pe, lineno,
+			    "expected 'key value' with an unsigned integer value");
+	while (i < n && p[i] >= '0' && p[i] <= '9') {
+		unsigned int d = (unsigned int)(p[i] - '0');
+
+		if (v > (UINT64_MAX - d) / 10)
+			return fail(pe, lineno,
+				    "value out of range (above 18446744073709551615)");
+		v = v * 10 + d;
+		i++;
+	}
+	while (i < n && (p[i] == ' ' || p[i] == '\t' || p[i] == '\r'))
+		i++;
+	if (i != n)
+		return fail(pe, lineno,
+			    "expected 'key value' with an unsigned integer value");
+
+	int k = key_lookup(p + kstart, klen);
+
+	if (k < 0)
+		return 0;	/* a key from a newer module: ignored */
+	if (st->present & (1u << k)) {
+		char msg[64];
+
+		snprintf(msg, sizeof(msg), "duplicate key %s", key_table[k].name);
+		return fail(pe, lineno, msg);
+	}
+	st->v[k] = v;
+	st->present |= 1u << k;
+	return 0;
+}
+
+int stat_parse(const char *buf, size_t len, struct cg_stat *st,
+	       struct parse_err *pe)
+{
+	unsigned int lineno = 0;
+	size_t pos = 0;
+
+	memset(st, 0, sizeof(*st));
+	if (len == 0)
+		return fail(pe, 0, "empty file");
+	while (pos < len) {
+		const char *nl = memchr(buf + pos, '\n', len - pos);
+		size_t n = nl ? (size_t)(nl - (buf + pos)) : len - pos;
+
+		lineno++;
+		if (n > 0 && parse_line(buf + pos, n, lineno, st, pe) < 0)
+			return -1;
+		pos += n + 1;
+	}
+	for (int k = 0; k < NKEYS; k++) {
+		if ((REQUIRED_KEYS & (1u << k)) && !(st->present & (1u << k))) {
+			char msg[64];
+
+			snprintf(msg, sizeof(msg), "missing key %s",
+				 key_table[k].name);
+			return fail(pe, 0, msg);
+		}
+	}
+	return 0;
+}
+
+/*
+ * energy.info is informational: lines that are not "key words..." with
+ * printable ASCII are skipped rather than reported.
+ */
+void info_parse(const char *buf, size_t len, struct info *info)
+{
+	size_t pos = 0;
+
+	info->kv = NULL;
+	info->n = 0;
+	while (pos < len) {
+		const char *p = buf + pos;
+		const char *nl = memchr(p, '\n', len - pos);
+		size_t n = nl ? (size_t)(nl - p) : len - pos;
+		size_t i = 0, k;
+		bool ok = n > 0 && n <= STAT_MAX_LINE;
+
+		pos += n + 1;
+		for (size_t j = 0; ok && j < n; j++)
+			if ((unsigned char)p[j] < 0x20 || (unsigned char)p[j] >= 0x7f)
+				ok = p[j] == '\t';
+		if (!ok)
+			continue;
+		while (i < n && is_key_char((unsigned char)p[i]))
+			i++;
+		k = i;
+		if (k == 0 || i == n || (p[i] != ' ' && p[i] != '\t'))
+			continue;
+		while (i < n && (p[i] == ' ' || p[i] == '\t'))
+			i++;
+		size_t vend = n;
+
+		while (vend > i && (p[vend - 1] == ' ' || p[vend - 1] == '\t'))
+			vend--;
+		if (vend == i)
+			continue;
+
+		struct info_kv *kv = realloc(info->kv, (info->n + 1) * sizeof(*kv));
+
+		if (!kv)
+			return;
+		info->kv = kv;
+		kv[info->n].key = strndup(p, k);
+		kv[info->n].value = strndup(p + i, vend - i);
+		if (!kv[info->n].key || !kv[info->n].value) {
+			free(kv[info->n].key);
+			free(kv[info->n].value);
+			return;
+		}
+		/* tabs inside the value become spaces: one word separator */
+		for (char *c = kv[info->n].value; *c; c++)
+			if (*c == '\t')
+				*c = ' ';
+		info->n++;
+	}
+}
+
+const char *info_get(const struct info *info, const char *key)
+{
+	for (size_t i = 0; i < info->n; i++)
+		if (strcmp(info->kv[i].key, key) == 0)
+			return info->kv[i].value;
+	return NULL;
+}
+
+void info_free(struct info *info)
+{
+	for (size_t i = 0; i < info->n; i++) {
+		free(info->kv[i].key);
+		free(info->kv[i].value);
+	}
+	free(info->kv);
+	info->kv = NULL;
+	info->n = 0;
+}
+
+/*
+ * Read a whole small file. O_NONBLOCK so that a FIFO planted in a tree
+ * cannot hang us; anything but a regular file is refused.
+ */
+int read_small_file(const char *path, char *buf, size_t cap, size_t *len)
+{
+	struct stat sb;
+	size_t got = 0;
+	int fd, err = 0;
+
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ELOOP ? EINVAL : errno;
+	if (fstat(fd, &sb) < 0) {
+		err = errno;
+		goto out;
+	}
+	if (!S_ISREG(sb.st_mode)) {
+		err = EINVAL;
+		goto out;
+	}
+	for (;;) {
+		ssize_t r;
+
+		if (got == cap) {
+			char c;
+
+			r = read(fd, &c, 1);
+			if (r < 0 && errno == EINTR)
+				continue;
+			err = r < 0 ? errno : (r > 0 ? EFBIG : 0);
+			break;
+		}
+		r = read(fd, buf + got, cap - got);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			err = errno;
+			break;
+		}
+		if (r == 0)
+			break;
+		got += (size_t)r;
+	}
+out:
+	close(fd);
+	*len = got;
+	return err;
+}

@@ -1,0 +1,507 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * tree.c - resolve PATH arguments and walk a cgroup_energy tree.
+ *
+ * The walk never follows symbolic links (O_NOFOLLOW, d_type/lstat), and is
+ * bounded in depth and path length, so no tree can make it loop or hang.
+ * A cgroup that vanishes while it is walked (rmdir racing with readdir) is
+ * silently left out; anything else that cannot be read is reported.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "energystat.h"
+
+#define MAX_WALK_DEPTH	256	/* a DIR stays open per level: bounded fds */
+#define MODULE_SYSFS	"/sys/module/" CGE_MODULE_NAME
+#define MSG_PATH	512	/* escaped paths in messages */
+
+/* "/" or "/a/b" from any spelling; NULL when ".." climbs above the top. */
+char *path_normalize(const char *in)
+{
+	size_t n = strlen(in);
+	char *out = malloc(n + 2);
+	size_t len = 0;
+	const char *p = in;
+
+	if (!out)
+		return NULL;
+	while (*p) {
+		const char *e;
+		size_t c;
+
+		while (*p == '/')
+			p++;
+		e = strchr(p, '/');
+		c = e ? (size_t)(e - p) : strlen(p);
+		if (c == 0 || (c == 1 && p[0] == '.')) {
+			/* empty or "." */
+		} else if (c == 2 && p[0] == '.' && p[1] == '.') {
+			if (len == 0) {
+				free(out);
+				return NULL;
+			}
+			while (len > 0 && out[len - 1] != '/')
+				len--;
+			len--;	/* the slash */
+		} else {
+			out[len++] = '/';
+			memcpy(out + len, p, c);
+			len += c;
+		}
+		p += c;
+	}
+	if (len == 0)
+		out[len++] = '/';
+	out[len] = '\0';
+	return out;
+}
+
+/* If path (normalized) is pre or below it, return the rest ("" or "/x"). */
+static const char *strip_prefix(const char *path, const char *pre)
+{
+	size_t n = strlen(pre);
+
+	if (strncmp(path, pre, n) != 0)
+		return NULL;
+	if (path[n] != '\0' && path[n] != '/')
+		return NULL;
+	return path + n;
+}
+
+/*
+ * A PATH argument as a cgroup path: "/sys/fs/cgroup/x", "/sys/fs/cgroup_energy/x",
+ * ROOT/x (root absolute, normalized) and "x" or "/x" all mean "/x".
+ */
+char *path_resolve(const char *arg, const char *root)
+{
+	char *norm = path_normalize(arg);
+	const char *prefixes[] = { root, CGE_MOUNT_POINT, CGE_CGROUP_ROOT };
+
+	if (!norm || arg[0] != '/')
+		return norm;
+	for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++) {
+		const char *rest;
+
+		if (!prefixes[i] || strcmp(prefixes[i], "/") == 0)
+			continue;
+		rest = strip_prefix(norm, prefixes[i]);
+		if (rest) {
+			char *r = strdup(*rest ? rest : "/");
+
+			free(norm);
+			return r;
+		}
+	}
+	return norm;
+}
+
+/* Order paths as a tree: '/' sorts before any other byte. */
+int path_cmp(const char *a, const char *b)
+{
+	const unsigned char *x = (const unsigned char *)a;
+	const unsigned char *y = (const unsigned char *)b;
+
+	while (*x && *x == *y) {
+		x++;
+		y++;
+	}
+	unsigned int cx = *x == '/' ? 1 : (*x ? *x + 1u : 0);
+	unsigned int cy = *y == '/' ? 1 : (*y ? *y + 1u : 0);
+
+	return (cx > cy) - (cx < cy);
+}
+
+static unsigned int path_depth(const char *p)
+{
+	unsigned int d = 0;
+
+	if (strcmp(p, "/") == 0)
+		return 0;
+	for (; *p; p++)
+		d += *p == '/';
+	return d;
+}
+
+static bool module_loaded(void)
+{
+	struct stat sb;
+
+	return stat(MODULE_SYSFS, &sb) == 0;
+}
+
+static void perm_hint(const char *file)
+{
+	diag_msg("permission denied reading %s: run as root, or have root mount "
+		   "the tree with -o gid=<group>,mode=0440 and join that group",
+		   file);
+}
+
+/* Explain why the tree's root cannot be used. err from lstat (dir) or read. */
+static void diagnose_root(const struct tree *t, bool dir, int err)
+{
+	char root[MSG_PATH], file[MSG_PATH + 16];
+	const char *shown = *t->root ? t->root : "/";
+
+	esc_term(root, sizeof(root), shown);
+	snprintf(file, sizeof(file), "%s/%s", *t->root ? root : "",
+		 CGE_STAT_FILE);
+
+	if (err == EACCES || err == EPERM) {
+		perm_hint(dir ? root : file);
+		return;
+	}
+	if (dir && (err == ENOENT || err == ENOTDIR)) {
+		if (!t->default_root)
+			diag_msg("no such directory: %s (--root)", root);
+		else if (!module_loaded())
+			diag_msg("the %s module is not loaded (no %s): run modprobe %s",
+				   CGE_MODULE_NAME, CGE_MOUNT_POINT, CGE_MODULE_NAME);
+		else
+			diag_msg("%s is missing although the %s module is loaded: "
+				   "reload it (rmmod %s; modprobe %s)", CGE_MOUNT_POINT,
+				   CGE_MODULE_NAME, CGE_MODULE_NAME, CGE_MODULE_NAME);
+		return;
+	}
+	if (!dir && err == ENOENT) {
+		if (t->default_root && !module_loaded())
+			diag_msg("the %s module is not loaded: run modprobe %s, "
+				   "then mount -t %s none %s", CGE_MODULE_NAME,
+				   CGE_MODULE_NAME, CGE_FS_TYPE, CGE_MOUNT_POINT);
+		else
+			diag_msg("nothing mounted on %s (no %s): run mount -t %s none %s",
+				   root, CGE_STAT_FILE, CGE_FS_TYPE, root);
+		return;
+	}
+	if (err == EINVAL || err == EFBIG || err == ENOTDIR)
+		diag_msg("%s is not a %s tree (%s is %s)", root, CGE_FS_TYPE, file,
+			   err == EFBIG ? "too large" : "not a regular file");
+	else
+		diag_msg("cannot read %s: %s", dir ? root : file, strerror(err));
+}
+
+static int read_root(const struct tree *t, char *buf, size_t *len)
+{
+	char path[PATH_MAX + 32];
+	struct stat sb;
+
+	if (stat(*t->root ? t->root : "/", &sb) < 0 ||
+	    (!S_ISDIR(sb.st_mode) && (errno = ENOTDIR))) {
+		diagnose_root(t, true, errno);
+		return -1;
+	}
+	snprintf(path, sizeof(path), "%s/%s", t->root, CGE_STAT_FILE);
+	int err = read_small_file(path, buf, STAT_MAX_FILE, len);
+
+	if (err) {
+		diagnose_root(t, false, err);
+		return -1;
+	}
+	return 0;
+}
+
+/* Before the first sample: the tree is usable, and which PATHs exist. */
+enum tree_rc tree_check(const struct tree *t, bool *exists, struct diag *d)
+{
+	char buf[STAT_MAX_FILE];
+	char path[PATH_MAX + 32];
+	size_t len;
+
+	if (read_root(t, buf, &len) < 0)
+		return TREE_FATAL;
+	for (size_t i = 0; i < t->npaths; i++) {
+		struct stat sb;
+		char shown[MSG_PATH], dir[MSG_PATH];
+
+		exists[i] = false;
+		snprintf(path, sizeof(path), "%s%s", t->root,
+			 strcmp(t->paths[i], "/") ? t->paths[i] : "");
+		esc_term(shown, sizeof(shown), t->paths[i]);
+		esc_term(dir, sizeof(dir), path);
+		if (strlen(t->root) + strlen(t->paths[i]) >= PATH_MAX) {
+			diag_error(d, "cgroup path too long: %s", shown);
+		} else if (lstat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+			exists[i] = true;
+		} else if (errno == EACCES) {
+			diag_error(d, "permission denied looking up cgroup %s (%s)",
+				   shown, dir);
+		} else {
+			diag_error(d, "unknown cgroup %s: no directory %s", shown, dir);
+		}
+	}
+	return TREE_OK;
+}
+
+struct walker {
+	const struct tree *t;
+	struct sample *s;
+	struct diag *d;
+	size_t rootlen;
+	char buf[PATH_MAX + 32];
+};
+
+static struct cg_node *node_add(struct sample *s, const char *path,
+				unsigned int depth)
+{
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? 2 * s->cap : 64;
+		struct cg_node *n = realloc(s->nodes, cap * sizeof(*n));
+
+		if (!n)
+			return NULL;
+		s->nodes = n;
+		s->cap = cap;
+	}
+
+	struct cg_node *node = &s->nodes[s->n];
+
+	node->path = strdup(path);
+	if (!node->path)
+		return NULL;
+	node->depth = depth;
+	node->ok = false;
+	memset(&node->st, 0, sizeof(node->st));
+	s->n++;
+	return node;
+}
+
+/* Parse buf as FILE's energy.stat, reporting errors. */
+static bool parse_reported(struct diag *d, const char *file, const char *buf,
+			   size_t len, struct cg_stat *st)
+{
+	struct parse_err pe;
+	char shown[MSG_PATH];
+
+	if (stat_parse(buf, len, st, &pe) == 0)
+		return true;
+	esc_term(shown, sizeof(shown), file);
+	if (pe.line)
+		diag_error(d, "%s:%u: %s", shown, pe.line, pe.msg);
+	else
+		diag_error(d, "%s: %s", shown, pe.msg);
+	memset(st, 0, sizeof(*st));
+	return false;
+}
+
+/* Read the energy.stat of the directory in w->buf[0..len). */
+static void read_node(struct walker *w, size_t len, unsigned int depth)
+{
+	const char *rel = len == w->rootlen ? "/" : w->buf + w->rootlen;
+	char text[STAT_MAX_FILE];
+	char shown[MSG_PATH];
+	size_t tlen;
+	int err;
+
+	if (len == w->rootlen) {	/* the root: read once by sample_take */
+		struct cg_node *n = node_add(w->s, "/", 0);
+
+		if (n) {
+			n->st = w->s->root;
+			n->ok = w->s->root.present != 0;
+		}
+		return;
+	}
+	snprintf(w->buf + len, sizeof(w->buf) - len, "/%s", CGE_STAT_FILE);
+	err = read_small_file(w->buf, text, sizeof(text), &tlen);
+	esc_term(shown, sizeof(shown), w->buf);
+	w->buf[len] = '\0';
+	if (err == ENOENT && access(w->buf, F_OK) < 0)
+		return;	/* the cgroup went away meanwhile */
+
+	struct cg_node *n = node_add(w->s, rel, depth);
+
+	if (!n) {
+		diag_error(w->d, "out of memory");
+		return;
+	}
+	if (err == EACCES || err == EPERM)
+		diag_error(w->d, "cannot read %s: %s (the mount options gid= and "
+			   "mode= say who may)", shown, strerror(err));
+	else if (err == EFBIG)
+		diag_error(w->d, "%s: file too large (over %d bytes)", shown,
+			   STAT_MAX_FILE);
+	else if (err == EINVAL)
+		diag_error(w->d, "%s: not a regular file", shown);
+	else if (err)
+		diag_error(w->d, "cannot read %s: %s", shown, strerror(err));
+	else
+		n->ok = parse_reported(w->d, shown, text, tlen, &n->st);
+}
+
+static bool is_subdir(DIR *dir, const struct dirent *de)
+{
+	struct stat sb;
+
+	if (de->d_type == DT_DIR)
+		return true;
+	if (de->d_type != DT_UNKNOWN)
+		return false;
+	return fstatat(dirfd(dir), de->d_name, &sb, AT_SYMLINK_NOFOLLOW) == 0 &&
+	       S_ISDIR(sb.st_mode);
+}
+
+static void walk(struct walker *w, size_t len, unsigned int depth,
+		 unsigned int below)
+{
+	char shown[MSG_PATH];
+	struct dirent *de;
+	DIR *dir;
+	int fd;
+
+	read_node(w, len, depth);
+	if (w->t->max_depth >= 0 && below >= (unsigned int)w->t->max_depth)
+		return;
+	esc_term(shown, sizeof(shown), *w->buf ? w->buf : "/");
+	if (depth >= MAX_WALK_DEPTH) {
+		diag_error(w->d, "%s: deeper than %d levels, not descending",
+			   shown, MAX_WALK_DEPTH);
+		return;
+	}
+	/* the root itself may be a symlink (--root); nothing below it */
+	fd = open(*w->buf ? w->buf : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC |
+		  (len == w->rootlen ? 0 : O_NOFOLLOW));
+	if (fd < 0) {
+		if (errno != ENOENT)
+			diag_error(w->d, "cannot list %s: %s", shown, strerror(errno));
+		return;
+	}
+	dir = fdopendir(fd);
+	if (!dir) {
+		diag_error(w->d, "cannot list %s: %s", shown, strerror(errno));
+		close(fd);
+		return;
+	}
+	while ((errno = 0, de = readdir(dir)) != NULL) {
+		size_t nlen = strlen(de->d_name);
+
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 ||
+		    !is_subdir(dir, de))
+			continue;
+		if (len + 1 + nlen + sizeof("/" CGE_STAT_FILE) > sizeof(w->buf) ||
+		    len + 1 + nlen >= PATH_MAX) {
+			diag_error(w->d, "%s: a subdirectory's path is too long",
+				   shown);
+			continue;
+		}
+		w->buf[len] = '/';
+		memcpy(w->buf + len + 1, de->d_name, nlen + 1);
+		walk(w, len + 1 + nlen, depth + 1, below + 1);
+		w->buf[len] = '\0';
+	}
+	if (errno)
+		diag_error(w->d, "cannot list %s: %s", shown, strerror(errno));
+	closedir(dir);
+}
+
+static int node_cmp(const void *a, const void *b)
+{
+	const struct cg_node *x = a, *y = b;
+
+	return path_cmp(x->path, y->path);
+}
+
+static uint64_t now_ns(clockid_t id)
+{
+	struct timespec ts;
+
+	clock_gettime(id, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+enum tree_rc sample_take(const struct tree *t, struct sample *s, struct diag *d)
+{
+	struct walker *w;
+	char buf[STAT_MAX_FILE];
+	char file[MSG_PATH + 16];
+	size_t len;
+
+	memset(s, 0, sizeof(*s));
+	s->mono_ns = now_ns(CLOCK_MONOTONIC);
+	s->real_ns = now_ns(CLOCK_REALTIME);
+	if (read_root(t, buf, &len) < 0)
+		return TREE_FATAL;
+	esc_term(file, MSG_PATH, *t->root ? t->root : "");
+	strcat(file, "/" CGE_STAT_FILE);
+	parse_reported(d, file, buf, len, &s->root);
+
+	char ipath[PATH_MAX + 32];
+
+	snprintf(ipath, sizeof(ipath), "%s/%s", t->root, CGE_INFO_FILE);
+	if (read_small_file(ipath, buf, sizeof(buf), &len) == 0)
+		info_parse(buf, len, &s->info);
+
+	w = malloc(sizeof(*w));
+	if (!w) {
+		diag_msg("out of memory");
+		return TREE_FATAL;
+	}
+	w->t = t;
+	w->s = s;
+	w->d = d;
+	w->rootlen = strlen(t->root);
+	for (size_t i = 0; i < t->npaths; i++) {
+		const char *p = t->paths[i];
+		size_t len = w->rootlen;
+
+		memcpy(w->buf, t->root, w->rootlen + 1);
+		if (strcmp(p, "/") != 0) {
+			if (w->rootlen + strlen(p) >= PATH_MAX)
+				continue;	/* reported by tree_check */
+			strcpy(w->buf + w->rootlen, p);
+			len += strlen(p);
+			if (access(w->buf, F_OK) < 0)
+				continue;	/* gone since tree_check */
+		}
+		walk(w, len, path_depth(p), 0);
+	}
+	free(w);
+
+	/* sort by path and drop duplicates from overlapping PATHs */
+	if (s->n > 1)
+		qsort(s->nodes, s->n, sizeof(s->nodes[0]), node_cmp);
+	size_t out = 0;
+
+	for (size_t i = 0; i < s->n; i++) {
+		if (out > 0 && strcmp(s->nodes[out - 1].path, s->nodes[i].path) == 0) {
+			free(s->nodes[i].path);
+			continue;
+		}
+		s->nodes[out++] = s->nodes[i];
+	}
+	s->n = out;
+	return TREE_OK;
+}
+
+const struct cg_node *sample_find(const struct sample *s, const char *path)
+{
+	size_t lo = 0, hi = s->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = path_cmp(s->nodes[mid].path, path);
+
+		if (c == 0)
+			return &s->nodes[mid];
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+void sample_free(struct sample *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		free(s->nodes[i].path);
+	free(s->nodes);
+	info_free(&s->info);
+	memset(s, 0, sizeof(*s));
+}
