@@ -1,0 +1,124 @@
+# SPDX-License-Identifier: GPL-2.0
+"""pytest glue for cgroup-energy: VM fixtures, flavour selection, `vm` marker.
+
+Flavours: --vm-flavour F (repeatable) or CGE_FLAVOURS="6.1,6.12-rt" ("all" for
+every one); default 6.1.  Tests that use the `vm` or `vm_flavour` fixtures are
+marked `vm` automatically (`-m "not vm"` runs the host tests only).
+
+Fixtures:
+  vm          module-scoped runner: vm.run(commands, flavour=None, **kw) ->
+              harness.VMResult (one boot per distinct call per test module:
+              identical calls are memoised, errors included);
+              vm.build_module(flavour), vm.build_external(src_dir, flavour)
+  vm_flavour  parametrised over the selected flavours (module scope)
+  cge_ko      path of cgroup_energy.ko built for vm_flavour
+
+Batching many checks into one boot:
+
+    CHECKS = {'load': 'insmod .build/$CGE_KVER/cgroup_energy.ko',
+              'stat': 'cat /sys/fs/cgroup_energy/energy.stat'}
+
+    @pytest.fixture(scope='module')
+    def guest(vm, vm_flavour, cge_ko):
+        return vm.run(CHECKS, flavour=vm_flavour)
+
+    def test_stat(guest):
+        assert guest['stat'].rc == 0, guest['stat'].output
+"""
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from vm import build, harness, kernels  # noqa: E402
+
+VM_FIXTURES = {'vm', 'vm_flavour', 'cge_ko'}
+
+
+def pytest_addoption(parser):
+    g = parser.getgroup('cgroup-energy', 'cgroup-energy VM tests')
+    g.addoption('--vm-flavour', action='append', dest='cge_flavours',
+                metavar='F', help='kernel flavour(s) for VM tests: '
+                + ', '.join(kernels.FLAVOURS) + ', all (env CGE_FLAVOURS)')
+    g.addoption('--vm-timeout', type=int, dest='cge_vm_timeout',
+                default=int(os.environ.get('CGE_VM_TIMEOUT', 300)),
+                help='seconds per VM boot (env CGE_VM_TIMEOUT, default 300)')
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        'markers', 'vm: boots a QEMU guest (deselect with -m "not vm")')
+
+
+def selected_flavours(config):
+    raw = config.getoption('cge_flavours') or \
+        [os.environ.get('CGE_FLAVOURS') or '6.1']
+    out = []
+    for item in raw:
+        for f in item.replace(',', ' ').split():
+            for g in (kernels.FLAVOURS if f == 'all' else [f]):
+                if g not in kernels.FLAVOURS:
+                    raise pytest.UsageError(
+                        f'unknown flavour {g!r}; known: '
+                        + ', '.join(kernels.FLAVOURS))
+                if g not in out:
+                    out.append(g)
+    return out
+
+
+def pytest_generate_tests(metafunc):
+    if 'vm_flavour' in metafunc.fixturenames:
+        metafunc.parametrize('vm_flavour', selected_flavours(metafunc.config),
+                             scope='module')
+
+
+def pytest_collection_modifyitems(config, items):
+    noqemu = shutil.which(harness.QEMU) is None
+    for item in items:
+        if VM_FIXTURES & set(getattr(item, 'fixturenames', ())):
+            item.add_marker(pytest.mark.vm)
+        if noqemu and item.get_closest_marker('vm'):
+            item.add_marker(pytest.mark.skip(
+                reason=f'{harness.QEMU} missing (apt-get install qemu-system-x86)'))
+
+
+class VM:
+    """Boots guests for one test module; identical runs are memoised."""
+
+    def __init__(self, config):
+        self.flavour = selected_flavours(config)[0]
+        self.timeout = config.getoption('cge_vm_timeout')
+        self._memo = {}
+
+    def run(self, commands, flavour=None, **kw):
+        flavour = flavour or self.flavour
+        kw.setdefault('timeout', self.timeout)
+        key = (flavour, repr(commands), repr(sorted(kw.items())))
+        if key not in self._memo:
+            try:
+                self._memo[key] = harness.run_vm(flavour, commands, **kw)
+            except harness.VMError as e:
+                self._memo[key] = e
+        got = self._memo[key]
+        if isinstance(got, Exception):
+            raise got
+        return got
+
+    def build_module(self, flavour=None):
+        return build.build_module(flavour or self.flavour)
+
+    def build_external(self, src_dir, flavour=None, name=None):
+        return build.build_external(src_dir, flavour or self.flavour, name)
+
+
+@pytest.fixture(scope='module')
+def vm(request):
+    return VM(request.config)
+
+
+@pytest.fixture(scope='module')
+def cge_ko(vm_flavour):
+    return build.build_module(vm_flavour)

@@ -1,0 +1,107 @@
+# SPDX-License-Identifier: GPL-2.0
+"""Tests of the VM harness itself: boots, runs commands, catches splats."""
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from vm import harness, initramfs, kernels
+
+WARN_FIXTURE = Path(__file__).resolve().parent / 'vm' / 'fixtures' / 'warn'
+
+CHECKS = {
+    'uname': 'uname -r',
+    'cmdline': 'cat /proc/cmdline',
+    'python': '/usr/bin/python3 -c "import os, sys; '
+              'print(6 * 7, os.environ[\'PYTHONDONTWRITEBYTECODE\'], sys.version_info[0])"',
+    'cgroup2': 'stat -f -c %T /sys/fs/cgroup && grep "^cgroup2 /sys/fs/cgroup " /proc/mounts',
+    'cwd': 'pwd',
+    'ro_root': 'touch /cge-ro-probe',
+    'tmp_rw': 'echo hi >/tmp/x && cat /tmp/x',
+    'rc': 'echo out; echo err >&2; exit 3',
+    'nproc': 'nproc',
+}
+
+
+@pytest.fixture(scope='module')
+def guest(vm, vm_flavour):
+    return vm.run(CHECKS, flavour=vm_flavour)
+
+
+def test_boot_and_commands(guest, vm_flavour):
+    kver = kernels.resolve(vm_flavour)
+    assert guest['uname'].output.strip() == kver
+    cmdline = guest['cmdline'].output
+    for arg in ('console=ttyS0', 'panic=-1', 'oops=panic', 'panic_on_warn=1'):
+        assert arg in cmdline.split()
+    assert guest['python'].output.split() == ['42', '1', '3']
+    assert guest['cgroup2'].rc == 0 and 'cgroup2fs' in guest['cgroup2'].output
+    assert guest['cwd'].output.strip() == str(harness.REPO)
+    assert guest['ro_root'].rc != 0, 'the host root must be read-only'
+    assert guest['tmp_rw'].output.strip() == 'hi'
+    assert guest['rc'].rc == 3 and guest['rc'].output.split() == ['out', 'err']
+    assert guest['nproc'].output.strip() == '2'
+    assert guest.boot_time is not None and guest.boot_time < guest.duration
+    assert guest.console_path.exists() and 'cge-guest: done' in guest.console
+    print(f'boot {guest.boot_time:.1f} s, run {guest.duration:.1f} s')
+
+
+def test_result_access(guest):
+    assert guest[0] is guest['uname'] and len(guest) == len(CHECKS)
+    with pytest.raises(AssertionError, match='rc=3'):
+        guest.check()
+
+
+def test_warn_is_caught(vm, vm_flavour):
+    ko = vm.build_external(WARN_FIXTURE, vm_flavour)
+    with pytest.raises(harness.VMError) as ei:
+        vm.run({'before': 'echo before', 'insmod': f'insmod {ko}',
+                'after': 'echo after'}, flavour=vm_flavour)
+    msg = str(ei.value)
+    assert 'WARNING:' in msg and 'warn_fixture' in msg
+    res = ei.value.result
+    assert res['before'].rc == 0 and res['before'].output == 'before\n'
+    assert res['insmod'].rc is None and res['after'].rc is None
+
+
+# ---- host only -------------------------------------------------------------
+
+def test_resolver_versions():
+    assert re.fullmatch(r'6\.1\.\d+-\d+-amd64', kernels.resolve('6.1'))
+    assert re.fullmatch(r'6\.1\.\d+-\d+-rt-amd64', kernels.resolve('6.1-rt'))
+    assert re.fullmatch(r'6\.12\.\d+\S*-amd64', kernels.resolve('6.12'))
+    assert not kernels.resolve('6.12').endswith('-rt-amd64')
+    assert re.fullmatch(r'6\.12\.\d+\S*-rt-amd64', kernels.resolve('6.12-rt'))
+    with pytest.raises(kernels.KernelError):
+        kernels.resolve('5.10')
+
+
+def test_splat_patterns():
+    log = 'ok\n[ 1.0] WARNING: CPU: 0 PID: 1 at x.c:1 f+0x1/0x2\nmore\n'
+    line, ctx = harness._splat_context(log)
+    assert line.startswith('[ 1.0] WARNING:') and 'more' in ctx
+    assert harness._splat_context('cge-guest: done\n') == (None, None)
+    for s in ('BUG: kernel NULL pointer', 'Oops: 0000', 'Call Trace:',
+              'Kernel panic - not syncing', 'kernel BUG at mm/x.c:1'):
+        assert harness.SPLAT.search(s)
+
+
+def test_normalise_commands():
+    assert harness._normalise('true') == [('0', 'true')]
+    assert harness._normalise(['a', 'b']) == [('0', 'a'), ('1', 'b')]
+    assert harness._normalise({'x': 'a'}) == [('x', 'a')]
+
+
+def test_cpio_writer(tmp_path):
+    c = initramfs.Cpio()
+    c.dir('bin')
+    c.file('bin/hello', b'hello\n', 0o755)
+    c.chardev('console', 5, 1)
+    p = tmp_path / 'a.cpio'
+    p.write_bytes(c.bytes())
+    out = subprocess.run(['cpio', '-itv', '-F', str(p)], capture_output=True,
+                         text=True, check=True).stdout
+    assert re.search(r'^drwxr-xr-x .* bin$', out, re.M)
+    assert re.search(r'^-rwxr-xr-x .* 6 .* bin/hello$', out, re.M)
+    assert re.search(r'^crw------- .* 5,\s*1 .* console$', out, re.M)
