@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * cgstate.h - per-cgroup records: hierarchical totals and their lifetime.
+ *
+ * A record exists for every cgroup that ran a task since the module loaded,
+ * and for all its ancestors. Totals are hierarchical (like cpu.stat): the
+ * sampler adds each interval's deltas to a record and all its ancestors, so
+ * the energy of a removed cgroup stays in its parent.
+ */
+#ifndef CGE_CGSTATE_H
+#define CGE_CGSTATE_H
+
+#include <linux/types.h>
+#include <linux/list.h>
+#include <linux/llist.h>
+#include <linux/atomic.h>
+#include <linux/rcupdate.h>
+
+#include "rapl_decode.h"
+
+/* What energy.stat shows for one cgroup. */
+struct cge_stat {
+	u64 usage_ns;
+	u64 wakeups;
+	u64 impact_ns;		/* energy impact, CPU-ns equivalents */
+	u64 energy_uj;		/* headline: package + DRAM */
+	u64 dom_uj[CGE_DOM_NR];
+};
+
+/* Root-only totals. */
+struct cge_root_stat {
+	u64 total_uj;
+	u64 idle_uj;
+	u64 idle_ns;
+	u64 dom_total_uj[CGE_DOM_NR];
+};
+
+struct cgroup;
+
+struct cge_rec {
+	struct hlist_node hnode;	/* cge_hash, RCU */
+	struct list_head all;		/* every record, cge_lock */
+	struct list_head active;	/* charged this interval, sampler */
+	struct llist_node ovf_node;	/* has overflow charges pending */
+	unsigned long ovf_queued;
+	u64 cgid;
+	struct cgroup *cgrp;		/* reference held; root: none */
+	struct cge_rec *parent;
+	unsigned int nr_children;
+	unsigned int dead_passes;
+	unsigned long gp_cookie;	/* RCU state when unhashed */
+	atomic64_t ovf_ns;		/* charges from the overflow path */
+	atomic_t ovf_wakeups;
+	u64 acc_ns;			/* this interval, sampler only */
+	u64 acc_wakeups;
+	struct cge_stat st;		/* hierarchical totals, cge_lock */
+};
+
+/* Held by the sampler for a whole sample and by readers of the totals. */
+extern struct mutex cge_lock;
+extern struct cge_root_stat cge_root_stat;
+
+int cge_cgstate_init(void);
+void cge_cgstate_exit(void);
+
+struct cge_rec *cge_rec_root(void);
+struct cge_rec *cge_rec_get(u64 cgid, u64 parent_cgid);
+struct cge_rec *cge_rec_find(u64 cgid);
+void cge_rec_add(struct cge_rec *rec, const struct cge_stat *delta);
+void cge_cgstate_overflow(u64 cgid, u64 parent_cgid, u64 ns, u32 wakeups);
+struct llist_node *cge_cgstate_take_overflows(void);
+void cge_rec_take_overflow(struct cge_rec *rec);
+void cge_cgstate_reap(void);
+bool cge_cgstate_read_locked(u64 cgid, struct cge_stat *out);
+u64 cge_root_cgid(void);
+void cge_cgstate_usage(u64 *records, u64 *bytes);
+
+#endif /* CGE_CGSTATE_H */

@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * main.c - module init and exit: per-cgroup energy accounting.
+ *
+ * Data flows one way: probe (per-CPU charges) -> sampler (reads the energy
+ * source, splits, folds into per-cgroup records) -> fs (energy.stat).
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/kernel.h>
+#include <linux/module.h>
+
+#include "cgroup_energy.h"
+#include "cgstate.h"
+#include "sampler.h"
+#include "probe.h"
+#include "fs.h"
+
+static int __init cge_init(void)
+{
+	int ret;
+
+	ret = cge_cgstate_init();
+	if (ret)
+		return ret;
+	ret = cge_sampler_init();
+	if (ret)
+		goto err_cgstate;
+	ret = cge_probe_init();
+	if (ret)
+		goto err_sampler;
+	ret = cge_fs_init();
+	if (ret)
+		goto err_probe;
+	pr_info("version %s loaded\n", CGE_VERSION);
+	return 0;
+
+err_probe:
+	cge_probe_exit();
+err_sampler:
+	cge_sampler_exit();
+err_cgstate:
+	cge_cgstate_exit();
+	return ret;
+}
+
+static void __exit cge_exit(void)
+{
+	cge_fs_exit();
+	cge_probe_exit();
+	cge_sampler_exit();
+	cge_cgstate_exit();
+	pr_info("unloaded\n");
+}
+
+module_init(cge_init);
+module_exit(cge_exit);
+
+MODULE_LICENSE("GPL");
+MODULE_DESCRIPTION("Per-cgroup energy accounting");
+MODULE_VERSION(CGE_VERSION);
+MODULE_AUTHOR("cgroup-energy developers");

@@ -1,0 +1,153 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * params.c - module parameters. A bad value is refused with -EINVAL, the old
+ * value is kept, and the kernel log names what was refused.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/kernel.h>
+#include <linux/module.h>
+#include <linux/moduleparam.h>
+#include <linux/string.h>
+#include <linux/mutex.h>
+
+#include "params.h"
+#include "model.h"
+
+unsigned int cge_interval_ms = 100;
+unsigned int cge_model_idle_mw = 740;
+unsigned int cge_model_busy_mw = 3500;
+int cge_source_param = CGE_SOURCE_AUTO;
+int cge_split_param = CGE_SPLIT_TIME;
+
+/* Serialises writers that validate one parameter against another. */
+static DEFINE_MUTEX(cge_params_lock);
+
+static const char * const cge_source_names[] = {
+	[CGE_SOURCE_AUTO] = "auto",
+	[CGE_SOURCE_RAPL] = "rapl",
+	[CGE_SOURCE_MODEL] = "model",
+};
+
+static const char * const cge_split_names[] = {
+	[CGE_SPLIT_TIME] = "time",
+	[CGE_SPLIT_IMPACT] = "impact",
+};
+
+const char *cge_source_kind_name(int kind)
+{
+	return cge_source_names[kind];
+}
+
+const char *cge_split_name(int kind)
+{
+	return cge_split_names[kind];
+}
+
+static int cge_refuse(const struct kernel_param *kp, const char *val,
+		      const char *why)
+{
+	pr_warn("refused %s=%s: %s\n", kp->name, val, why);
+	return -EINVAL;
+}
+
+static int cge_set_interval(const char *val, const struct kernel_param *kp)
+{
+	unsigned int v;
+
+	if (kstrtouint(val, 0, &v) || v < CGE_INTERVAL_MS_MIN ||
+	    v > CGE_INTERVAL_MS_MAX)
+		return cge_refuse(kp, val, "expected 1-10000 (ms)");
+	WRITE_ONCE(cge_interval_ms, v);
+	return 0;
+}
+
+static int cge_set_model_mw(const char *val, const struct kernel_param *kp)
+{
+	unsigned int *target = kp->arg;
+	unsigned int v, idle, busy;
+	int ret = 0;
+
+	if (kstrtouint(val, 0, &v))
+		return cge_refuse(kp, val, "expected milliwatts per CPU");
+	mutex_lock(&cge_params_lock);
+	idle = target == &cge_model_idle_mw ? v : cge_model_idle_mw;
+	busy = target == &cge_model_busy_mw ? v : cge_model_busy_mw;
+	if (cge_model_validate(idle, busy))
+		ret = cge_refuse(kp, val,
+				 "need model_idle_mw <= model_busy_mw <= 10000000");
+	else
+		WRITE_ONCE(*target, v);
+	mutex_unlock(&cge_params_lock);
+	return ret;
+}
+
+static int cge_set_enum(const char *val, const struct kernel_param *kp,
+			const char * const *names, int n)
+{
+	int i = __sysfs_match_string(names, n, val);
+
+	if (i < 0)
+		return cge_refuse(kp, val, "unknown value");
+	WRITE_ONCE(*(int *)kp->arg, i);
+	return 0;
+}
+
+static int cge_get_enum(char *buf, const struct kernel_param *kp,
+			const char * const *names)
+{
+	return sysfs_emit(buf, "%s\n", names[READ_ONCE(*(int *)kp->arg)]);
+}
+
+static int cge_set_source(const char *val, const struct kernel_param *kp)
+{
+	return cge_set_enum(val, kp, cge_source_names,
+			    ARRAY_SIZE(cge_source_names));
+}
+
+static int cge_get_source(char *buf, const struct kernel_param *kp)
+{
+	return cge_get_enum(buf, kp, cge_source_names);
+}
+
+static int cge_set_split(const char *val, const struct kernel_param *kp)
+{
+	return cge_set_enum(val, kp, cge_split_names,
+			    ARRAY_SIZE(cge_split_names));
+}
+
+static int cge_get_split(char *buf, const struct kernel_param *kp)
+{
+	return cge_get_enum(buf, kp, cge_split_names);
+}
+
+static const struct kernel_param_ops cge_interval_ops = {
+	.set = cge_set_interval,
+	.get = param_get_uint,
+};
+
+static const struct kernel_param_ops cge_model_mw_ops = {
+	.set = cge_set_model_mw,
+	.get = param_get_uint,
+};
+
+static const struct kernel_param_ops cge_source_ops = {
+	.set = cge_set_source,
+	.get = cge_get_source,
+};
+
+static const struct kernel_param_ops cge_split_ops = {
+	.set = cge_set_split,
+	.get = cge_get_split,
+};
+
+module_param_cb(interval_ms, &cge_interval_ops, &cge_interval_ms, 0644);
+MODULE_PARM_DESC(interval_ms, "Sampling interval in ms, 1-10000 (default 100)");
+module_param_cb(model_idle_mw, &cge_model_mw_ops, &cge_model_idle_mw, 0644);
+MODULE_PARM_DESC(model_idle_mw, "Power model: idle mW per CPU (default 740)");
+module_param_cb(model_busy_mw, &cge_model_mw_ops, &cge_model_busy_mw, 0644);
+MODULE_PARM_DESC(model_busy_mw, "Power model: busy mW per CPU (default 3500)");
+module_param_cb(source, &cge_source_ops, &cge_source_param, 0444);
+MODULE_PARM_DESC(source, "Energy source: auto, rapl or model (default auto)");
+module_param_cb(split, &cge_split_ops, &cge_split_param, 0644);
+MODULE_PARM_DESC(split, "Split weight: time or impact (default time)");

@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * params.h - the module parameters, validated on every write.
+ */
+#ifndef CGE_PARAMS_H
+#define CGE_PARAMS_H
+
+#include <linux/types.h>
+
+enum cge_source_kind {
+	CGE_SOURCE_AUTO,
+	CGE_SOURCE_RAPL,
+	CGE_SOURCE_MODEL,
+};
+
+enum cge_split_kind {
+	CGE_SPLIT_TIME,
+	CGE_SPLIT_IMPACT,
+};
+
+#define CGE_INTERVAL_MS_MIN	1
+#define CGE_INTERVAL_MS_MAX	10000
+
+/* Read with READ_ONCE(): writers are the parameter setters. */
+extern unsigned int cge_interval_ms;
+extern unsigned int cge_model_idle_mw;
+extern unsigned int cge_model_busy_mw;
+extern int cge_source_param;
+extern int cge_split_param;
+
+const char *cge_source_kind_name(int kind);
+const char *cge_split_name(int kind);
+
+#endif /* CGE_PARAMS_H */

@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * probe.h - the sched_switch probe and its per-CPU charge cache.
+ *
+ * The probe charges the time since the last switch on this CPU to the cgroup
+ * of the task that ran (or to idle), into a small per-CPU cache keyed by
+ * cgroup id. The sampler drains the caches every interval.
+ */
+#ifndef CGE_PROBE_H
+#define CGE_PROBE_H
+
+#include <linux/types.h>
+
+/* Distinct cgroups one CPU can hold per interval before the overflow path. */
+#define CGE_SLOTS	32
+
+struct cge_slot {
+	u64 cgid;		/* cgroup id, never a reference */
+	u64 parent_cgid;	/* its parent's id, 0 if unknown */
+	u64 ns;			/* CPU time charged this interval */
+	u32 wakeups;		/* idle -> task switches this interval */
+	u32 pad;
+};
+
+/* What one CPU ran since the previous drain. */
+struct cge_cpu_sample {
+	u64 idle_ns;
+	unsigned int nr;
+	struct cge_slot slot[CGE_SLOTS];
+};
+
+int cge_probe_init(void);
+void cge_probe_exit(void);
+void cge_cpu_drain(unsigned int cpu, struct cge_cpu_sample *out);
+u64 cge_probe_overflows(void);
+
+#endif /* CGE_PROBE_H */

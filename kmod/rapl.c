@@ -1,0 +1,182 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * rapl.c - detect RAPL and read its energy counters, one reader per package.
+ *
+ * Detection must not be fooled by emulators that return 0 for these MSRs
+ * instead of faulting (QEMU without KVM): it checks the vendor and model or
+ * feature, a sane energy unit and a package counter that advances. The
+ * decoding (units, quirks, wrap) is in rapl_decode.c.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/kernel.h>
+#include <linux/delay.h>
+#include <linux/bitops.h>
+#include <asm/msr.h>
+#include <asm/processor.h>
+#include <asm/cpufeature.h>
+
+#include "source.h"
+
+static bool cge_is_amd;
+static u32 cge_unit_esu;
+static u32 cge_msr[CGE_DOM_NR];
+static unsigned long cge_rapl_domains;
+
+const char *cge_rapl_vendor(void)
+{
+	return cge_is_amd ? "amd" : "intel";
+}
+
+u32 cge_rapl_unit_esu(void)
+{
+	return cge_unit_esu;
+}
+
+static int cge_rdmsr(unsigned int cpu, u32 msr, u64 *val)
+{
+	return rdmsrl_safe_on_cpu(cpu, msr, val);
+}
+
+/* A domain is present if its counter reads and is not stuck at zero. */
+static bool cge_domain_present(unsigned int cpu, u32 msr)
+{
+	u64 v;
+
+	return msr && !cge_rdmsr(cpu, msr, &v) && (v & CGE_RAPL_COUNTER_MASK);
+}
+
+static void cge_rapl_read(struct cge_pkg *pkg, u64 capacity_ns, u64 busy_ns,
+			  struct cge_energy *out)
+{
+	int d;
+	u64 raw;
+
+	memset(out, 0, sizeof(*out));
+	for_each_set_bit(d, &cge_rapl_domains, CGE_DOM_NR) {
+		struct cge_rapl_counter *c = &pkg->ctr[d];
+
+		/* PSYS is platform-wide: read it once, with the first package. */
+		if (d == CGE_DOM_PSYS && pkg->id)
+			continue;
+		if (cge_rdmsr(pkg->read_cpu, cge_msr[d], &raw)) {
+			cge_source_health.read_errors++;
+			continue;
+		}
+		if (c->primed && cge_rapl_raw_wrapped(c->last_raw, raw))
+			cge_source_health.wraps++;
+		out->dom_uj[d] = cge_rapl_counter_delta_uj(c, raw);
+	}
+	out->headline_uj = out->dom_uj[CGE_DOM_PKG] + out->dom_uj[CGE_DOM_DRAM];
+}
+
+static void cge_rapl_resync(struct cge_pkg *pkg)
+{
+	int d;
+	u64 raw;
+
+	for_each_set_bit(d, &cge_rapl_domains, CGE_DOM_NR) {
+		if (!cge_rdmsr(pkg->read_cpu, cge_msr[d], &raw))
+			cge_rapl_counter_resync(&pkg->ctr[d], raw);
+	}
+	cge_source_health.resyncs++;
+}
+
+struct cge_source cge_rapl_source = {
+	.name = "rapl",
+	.read = cge_rapl_read,
+	.resync = cge_rapl_resync,
+};
+
+/* Intel parts with RAPL MSRs: family 6 models the kernel's rapl drivers know. */
+static bool cge_intel_has_rapl(u32 model)
+{
+	static const u8 models[] = {
+		0x2a, 0x2d, 0x3a, 0x3c, 0x3e, 0x3f, 0x45, 0x46, 0x47, 0x4f,
+		0x4c, 0x4d, 0x56, 0x55, 0x4e, 0x5e, 0x57, 0x5c, 0x5f, 0x66,
+		0x6a, 0x6c, 0x7a, 0x7d, 0x7e, 0x85, 0x86, 0x8a, 0x8c, 0x8d,
+		0x8e, 0x8f, 0x96, 0x97, 0x9a, 0x9c, 0x9e, 0xa5, 0xa6, 0xa7,
+		0xaa, 0xac, 0xad, 0xae, 0xaf, 0xb5, 0xb7, 0xba, 0xbd, 0xbe,
+		0xbf, 0xc5, 0xc6, 0xcf,
+	};
+	int i;
+
+	for (i = 0; i < ARRAY_SIZE(models); i++)
+		if (models[i] == model)
+			return true;
+	return false;
+}
+
+/**
+ * cge_rapl_detect() - set up the RAPL source if this machine has one
+ * @pkgs: the packages, read_cpu set
+ * @npkg: how many
+ *
+ * Return: 0 if RAPL counters are present and advance, -ENODEV otherwise.
+ */
+int cge_rapl_detect(struct cge_pkg *pkgs, unsigned int npkg)
+{
+	struct cpuinfo_x86 *c = &boot_cpu_data;
+	unsigned int cpu = pkgs[0].read_cpu;
+	u32 unit_msr;
+	u64 unit, a, b;
+	unsigned int p;
+	int d;
+
+	if (boot_cpu_has(X86_FEATURE_HYPERVISOR))
+		pr_info("running under a hypervisor: RAPL is rarely passed through\n");
+	if (c->x86_vendor == X86_VENDOR_INTEL && c->x86 == 6 &&
+	    cge_intel_has_rapl(c->x86_model)) {
+		cge_is_amd = false;
+		unit_msr = CGE_MSR_RAPL_POWER_UNIT;
+		cge_msr[CGE_DOM_PKG] = CGE_MSR_PKG_ENERGY_STATUS;
+		cge_msr[CGE_DOM_CORE] = CGE_MSR_PP0_ENERGY_STATUS;
+		cge_msr[CGE_DOM_UNCORE] = CGE_MSR_PP1_ENERGY_STATUS;
+		cge_msr[CGE_DOM_DRAM] = CGE_MSR_DRAM_ENERGY_STATUS;
+		cge_msr[CGE_DOM_PSYS] = CGE_MSR_PLATFORM_ENERGY_STATUS;
+	} else if ((c->x86_vendor == X86_VENDOR_AMD ||
+		    c->x86_vendor == X86_VENDOR_HYGON) &&
+		   boot_cpu_has(X86_FEATURE_RAPL)) {
+		cge_is_amd = true;
+		unit_msr = CGE_MSR_AMD_RAPL_POWER_UNIT;
+		cge_msr[CGE_DOM_PKG] = CGE_MSR_AMD_PKG_ENERGY_STATUS;
+	} else {
+		return -ENODEV;
+	}
+
+	if (cge_rdmsr(cpu, unit_msr, &unit))
+		return -ENODEV;
+	cge_unit_esu = cge_rapl_esu(unit);
+	if (!cge_rapl_unit_sane(cge_unit_esu)) {
+		pr_info("RAPL unit register 0x%llx is not sane\n", unit);
+		return -ENODEV;
+	}
+	/* A package counter that does not move is no counter. */
+	if (cge_rdmsr(cpu, cge_msr[CGE_DOM_PKG], &a))
+		return -ENODEV;
+	msleep(20);
+	if (cge_rdmsr(cpu, cge_msr[CGE_DOM_PKG], &b) ||
+	    !((a ^ b) & CGE_RAPL_COUNTER_MASK)) {
+		pr_info("RAPL package counter does not advance\n");
+		return -ENODEV;
+	}
+
+	cge_rapl_domains = BIT(CGE_DOM_PKG);
+	for (d = CGE_DOM_CORE; d < CGE_DOM_NR; d++)
+		if (cge_domain_present(cpu, cge_msr[d]))
+			cge_rapl_domains |= BIT(d);
+
+	for (p = 0; p < npkg; p++) {
+		for (d = 0; d < CGE_DOM_NR; d++)
+			cge_rapl_counter_init(&pkgs[p].ctr[d],
+					      cge_rapl_domain_esu(cge_is_amd,
+								  c->x86,
+								  c->x86_model,
+								  d,
+								  cge_unit_esu));
+		cge_rapl_resync(&pkgs[p]);
+	}
+	cge_source_health.resyncs = 0;
+	cge_rapl_source.domains = cge_rapl_domains;
+	return 0;
+}

@@ -1,0 +1,371 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * sampler.c - every interval_ms, for each package: drain its CPUs' charge
+ * caches, read its energy once, split it with the attribution rule of
+ * split.c and add each cgroup's share to its record and ancestors.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/kernel.h>
+#include <linux/slab.h>
+#include <linux/mm.h>
+#include <linux/workqueue.h>
+#include <linux/suspend.h>
+#include <linux/topology.h>
+#include <linux/timekeeping.h>
+#include <linux/mutex.h>
+
+#include "sampler.h"
+#include "source.h"
+#include "probe.h"
+#include "cgstate.h"
+#include "split.h"
+#include "params.h"
+
+/* Reap removed cgroups' records about once a second. */
+#define CGE_REAP_MS		1000
+/* Apple's defaults until the coefficients become parameters. */
+#define CGE_WAKEUP_NS		200000ULL	/* kcpu_wakeups 2e-4 s */
+
+struct cge_sampler_health cge_sampler_health;
+
+static struct cge_pkg *cge_pkgs;
+static unsigned int cge_npkg;
+static const struct cge_source *cge_source;
+static struct delayed_work cge_work;
+static bool cge_stopping;
+static atomic_t cge_resync_pending;
+static u64 cge_reap_due_ns;
+static u64 cge_due_ns;
+
+/* Scratch, sampler only (under cge_lock). */
+static struct cge_cpu_sample cge_cs;
+static struct cge_rec **cge_recs;
+static u64 *cge_weight;
+static u64 *cge_share;
+static struct cge_stat *cge_delta;
+static unsigned int cge_cap;
+
+const struct cge_source *cge_sampler_source(void)
+{
+	return cge_source;
+}
+
+unsigned int cge_sampler_packages(void)
+{
+	return cge_npkg;
+}
+
+static u64 cge_impact_ns(u64 ns, u64 wakeups)
+{
+	return ns + CGE_WAKEUP_NS * wakeups;
+}
+
+static int cge_grow(unsigned int n)
+{
+	unsigned int cap = max(n, 2 * cge_cap);
+	void *r, *w, *s, *d;
+
+	if (n <= cge_cap)
+		return 0;
+	r = kvmalloc_array(cap, sizeof(*cge_recs), GFP_KERNEL);
+	w = kvmalloc_array(cap, sizeof(*cge_weight), GFP_KERNEL);
+	s = kvmalloc_array(cap, sizeof(*cge_share), GFP_KERNEL);
+	d = kvmalloc_array(cap, sizeof(*cge_delta), GFP_KERNEL);
+	if (!r || !w || !s || !d) {
+		kvfree(r);
+		kvfree(w);
+		kvfree(s);
+		kvfree(d);
+		cge_sampler_health.alloc_failures++;
+		return -ENOMEM;
+	}
+	kvfree(cge_recs);
+	kvfree(cge_weight);
+	kvfree(cge_share);
+	kvfree(cge_delta);
+	cge_recs = r;
+	cge_weight = w;
+	cge_share = s;
+	cge_delta = d;
+	cge_cap = cap;
+	return 0;
+}
+
+static void cge_activate(struct cge_rec *rec, struct list_head *act,
+			 unsigned int *n)
+{
+	if (list_empty(&rec->active)) {
+		list_add_tail(&rec->active, act);
+		(*n)++;
+	}
+}
+
+/* Drain @pkg's CPUs into the records' accumulators. */
+static void cge_drain_pkg(struct cge_pkg *pkg, struct list_head *act,
+			  unsigned int *n, u64 *idle_ns)
+{
+	struct cge_slot *sl;
+	struct cge_rec *rec;
+	unsigned int cpu, i;
+
+	for_each_cpu(cpu, &pkg->cpus) {
+		cge_cpu_drain(cpu, &cge_cs);
+		*idle_ns += cge_cs.idle_ns;
+		for (i = 0; i < cge_cs.nr; i++) {
+			sl = &cge_cs.slot[i];
+			rec = cge_rec_get(sl->cgid, sl->parent_cgid);
+			rec->acc_ns += sl->ns;
+			rec->acc_wakeups += sl->wakeups;
+			cge_activate(rec, act, n);
+		}
+	}
+}
+
+/* Charges the probe could not cache; split with the first package. */
+static void cge_drain_overflows(struct list_head *act, unsigned int *n)
+{
+	struct llist_node *first = cge_cgstate_take_overflows();
+	struct cge_rec *rec, *tmp;
+
+	llist_for_each_entry_safe(rec, tmp, first, ovf_node) {
+		cge_rec_take_overflow(rec);
+		cge_activate(rec, act, n);
+	}
+}
+
+static void cge_split_pkg(struct cge_pkg *pkg, struct list_head *act,
+			  unsigned int n, u64 idle_ns)
+{
+	struct cge_root_stat *rs = &cge_root_stat;
+	int split = READ_ONCE(cge_split_param);
+	struct cge_energy e;
+	struct cge_rec *rec, *tmp;
+	u64 busy_ns = 0, idle_uj;
+	unsigned int i = 0;
+	int d;
+
+	if (cge_grow(n)) {
+		/* No room to split: the energy goes to idle, time is kept. */
+		n = 0;
+	}
+	list_for_each_entry(rec, act, active) {
+		busy_ns += rec->acc_ns;
+		if (i < n) {
+			cge_recs[i] = rec;
+			memset(&cge_delta[i], 0, sizeof(cge_delta[i]));
+			cge_delta[i].usage_ns = rec->acc_ns;
+			cge_delta[i].wakeups = rec->acc_wakeups;
+			cge_delta[i].impact_ns = cge_impact_ns(rec->acc_ns,
+							       rec->acc_wakeups);
+			cge_weight[i] = split == CGE_SPLIT_IMPACT ?
+					cge_delta[i].impact_ns : rec->acc_ns;
+			i++;
+		}
+	}
+	if (!n)
+		busy_ns = 0;
+
+	pkg->read_cpu = cpumask_first_and(&pkg->cpus, cpu_online_mask);
+	if (pkg->read_cpu < nr_cpu_ids)
+		cge_source->read(pkg, idle_ns + busy_ns, busy_ns, &e);
+	else
+		memset(&e, 0, sizeof(e));
+
+	idle_uj = cge_split(e.headline_uj, idle_ns, busy_ns, cge_weight,
+			    cge_share, n);
+	for (i = 0; i < n; i++)
+		cge_delta[i].energy_uj = cge_share[i];
+	for_each_set_bit(d, &cge_source->domains, CGE_DOM_NR) {
+		cge_split(e.dom_uj[d], idle_ns, busy_ns, cge_weight, cge_share,
+			  n);
+		for (i = 0; i < n; i++)
+			cge_delta[i].dom_uj[d] = cge_share[i];
+		rs->dom_total_uj[d] += e.dom_uj[d];
+	}
+	for (i = 0; i < n; i++)
+		cge_rec_add(cge_recs[i], &cge_delta[i]);
+
+	/* Without scratch room, time and wakeups still reach the records. */
+	list_for_each_entry_safe(rec, tmp, act, active) {
+		if (!n) {
+			struct cge_stat t = {
+				.usage_ns = rec->acc_ns,
+				.wakeups = rec->acc_wakeups,
+				.impact_ns = cge_impact_ns(rec->acc_ns,
+							   rec->acc_wakeups),
+			};
+			cge_rec_add(rec, &t);
+		}
+		rec->acc_ns = 0;
+		rec->acc_wakeups = 0;
+		list_del_init(&rec->active);
+	}
+	rs->total_uj += e.headline_uj;
+	rs->idle_uj += idle_uj;
+	rs->idle_ns += idle_ns;
+}
+
+static void cge_sample_locked(void)
+{
+	u64 now = ktime_get_ns();
+	unsigned int p, n;
+	u64 idle_ns;
+	LIST_HEAD(act);
+
+	lockdep_assert_held(&cge_lock);
+	if (atomic_xchg(&cge_resync_pending, 0)) {
+		for (p = 0; p < cge_npkg; p++)
+			cge_source->resync(&cge_pkgs[p]);
+	}
+	if (now >= cge_reap_due_ns) {
+		cge_cgstate_reap();
+		cge_reap_due_ns = now + CGE_REAP_MS * NSEC_PER_MSEC;
+	}
+	for (p = 0; p < cge_npkg; p++) {
+		n = 0;
+		idle_ns = 0;
+		if (p == 0)
+			cge_drain_overflows(&act, &n);
+		cge_drain_pkg(&cge_pkgs[p], &act, &n, &idle_ns);
+		cge_split_pkg(&cge_pkgs[p], &act, n, idle_ns);
+	}
+	cge_sampler_health.samples++;
+	cge_sampler_health.last_sample_ns = ktime_get_ns();
+}
+
+/* Take a sample now (readers that want fresh figures, module exit). */
+void cge_sample_now(void)
+{
+	mutex_lock(&cge_lock);
+	cge_sample_locked();
+	mutex_unlock(&cge_lock);
+}
+
+static void cge_sample_fn(struct work_struct *work)
+{
+	unsigned int ms = READ_ONCE(cge_interval_ms);
+	u64 now = ktime_get_ns();
+
+	mutex_lock(&cge_lock);
+	if (cge_due_ns && now > cge_due_ns + (u64)ms * NSEC_PER_MSEC)
+		cge_sampler_health.overruns++;
+	cge_sample_locked();
+	mutex_unlock(&cge_lock);
+	cge_due_ns = now + (u64)ms * NSEC_PER_MSEC;
+	if (!READ_ONCE(cge_stopping))
+		queue_delayed_work(system_unbound_wq, &cge_work,
+				   msecs_to_jiffies(ms));
+}
+
+static int cge_pm_notify(struct notifier_block *nb, unsigned long action,
+			 void *data)
+{
+	switch (action) {
+	case PM_POST_SUSPEND:
+	case PM_POST_HIBERNATION:
+	case PM_POST_RESTORE:
+		/* Counters may have been reset: not a wrap. */
+		atomic_set(&cge_resync_pending, 1);
+		break;
+	}
+	return NOTIFY_DONE;
+}
+
+static struct notifier_block cge_pm_nb = {
+	.notifier_call = cge_pm_notify,
+};
+
+/* Group the possible CPUs by physical package. */
+static int cge_setup_pkgs(void)
+{
+	int *ids, id;
+	unsigned int cpu, p;
+
+	cge_pkgs = kcalloc(nr_cpu_ids, sizeof(*cge_pkgs), GFP_KERNEL);
+	ids = kcalloc(nr_cpu_ids, sizeof(*ids), GFP_KERNEL);
+	if (!cge_pkgs || !ids) {
+		kfree(ids);
+		kfree(cge_pkgs);
+		return -ENOMEM;
+	}
+	for_each_possible_cpu(cpu) {
+		id = cpu_present(cpu) ? topology_physical_package_id(cpu) : 0;
+		for (p = 0; p < cge_npkg && ids[p] != id; p++)
+			;
+		if (p == cge_npkg) {
+			ids[p] = id;
+			cge_pkgs[p].id = p;
+			cge_npkg++;
+		}
+		cpumask_set_cpu(cpu, &cge_pkgs[p].cpus);
+	}
+	for (p = 0; p < cge_npkg; p++) {
+		cge_pkgs[p].read_cpu = cpumask_first_and(&cge_pkgs[p].cpus,
+							 cpu_online_mask);
+		if (cge_pkgs[p].read_cpu >= nr_cpu_ids)
+			cge_pkgs[p].read_cpu = cpumask_first(&cge_pkgs[p].cpus);
+	}
+	kfree(ids);
+	return 0;
+}
+
+static int cge_choose_source(void)
+{
+	int kind = READ_ONCE(cge_source_param);
+
+	if (kind == CGE_SOURCE_MODEL) {
+		cge_source = &cge_model_source;
+		return 0;
+	}
+	if (!cge_rapl_detect(cge_pkgs, cge_npkg)) {
+		cge_source = &cge_rapl_source;
+		pr_info("energy source: RAPL (%s), energy unit 2^-%u J\n",
+			cge_rapl_vendor(), cge_rapl_unit_esu());
+		return 0;
+	}
+	if (kind == CGE_SOURCE_RAPL) {
+		pr_err("source=rapl: no usable RAPL counters on this machine\n");
+		return -ENODEV;
+	}
+	cge_source = &cge_model_source;
+	pr_info("no usable RAPL counters: falling back to the power model (%u-%u mW per CPU); energy is an estimate\n",
+		cge_model_idle_mw, cge_model_busy_mw);
+	return 0;
+}
+
+int cge_sampler_init(void)
+{
+	int ret;
+
+	ret = cge_setup_pkgs();
+	if (ret)
+		return ret;
+	ret = cge_choose_source();
+	if (ret)
+		goto err;
+	ret = register_pm_notifier(&cge_pm_nb);
+	if (ret)
+		goto err;
+	INIT_DELAYED_WORK(&cge_work, cge_sample_fn);
+	queue_delayed_work(system_unbound_wq, &cge_work,
+			   msecs_to_jiffies(READ_ONCE(cge_interval_ms)));
+	return 0;
+err:
+	kfree(cge_pkgs);
+	return ret;
+}
+
+/* After the probe is detached: a last sample flushes every cache. */
+void cge_sampler_exit(void)
+{
+	WRITE_ONCE(cge_stopping, true);
+	cancel_delayed_work_sync(&cge_work);
+	unregister_pm_notifier(&cge_pm_nb);
+	cge_sample_now();
+	kvfree(cge_recs);
+	kvfree(cge_weight);
+	kvfree(cge_share);
+	kvfree(cge_delta);
+	kfree(cge_pkgs);
+}

@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * sampler.h - the per-interval sample: drain the per-CPU caches, read each
+ * package's energy once, split it, fold it into the cgroup records.
+ */
+#ifndef CGE_SAMPLER_H
+#define CGE_SAMPLER_H
+
+#include <linux/types.h>
+
+struct cge_source;
+
+struct cge_sampler_health {
+	u64 samples;
+	u64 overruns;		/* samples that started an interval late */
+	u64 last_sample_ns;	/* CLOCK_MONOTONIC */
+	u64 alloc_failures;
+};
+
+/* Under cge_lock. */
+extern struct cge_sampler_health cge_sampler_health;
+
+int cge_sampler_init(void);
+void cge_sampler_exit(void);
+const struct cge_source *cge_sampler_source(void);
+unsigned int cge_sampler_packages(void);
+void cge_sample_now(void);
+
+#endif /* CGE_SAMPLER_H */

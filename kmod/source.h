@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * source.h - where each package's energy comes from: RAPL counters, or the
+ * power model where there are none (VMs).
+ */
+#ifndef CGE_SOURCE_H
+#define CGE_SOURCE_H
+
+#include <linux/types.h>
+#include <linux/cpumask.h>
+
+#include "rapl_decode.h"
+
+/* A package: the unit a sample reads and splits. */
+struct cge_pkg {
+	unsigned int id;		/* index in the package array */
+	struct cpumask cpus;		/* possible CPUs of this package */
+	struct cge_rapl_counter ctr[CGE_DOM_NR];
+	unsigned int read_cpu;		/* where its counters are read */
+	u64 model_rem;			/* struct cge_model state */
+};
+
+/* One sample's energy of one package, µJ. */
+struct cge_energy {
+	u64 headline_uj;		/* package + DRAM, or the model */
+	u64 dom_uj[CGE_DOM_NR];
+};
+
+struct cge_source {
+	const char *name;
+	unsigned long domains;		/* BIT(CGE_DOM_*) measured */
+	/*
+	 * Energy of @pkg since the previous call. @capacity_ns is the CPU
+	 * time the package's CPUs were tracked for, @busy_ns the part tasks
+	 * ran. Process context.
+	 */
+	void (*read)(struct cge_pkg *pkg, u64 capacity_ns, u64 busy_ns,
+		     struct cge_energy *out);
+	/* Start the counters afresh (after resume): no delta from before. */
+	void (*resync)(struct cge_pkg *pkg);
+};
+
+/* Health counters, shown in energy.info. */
+struct cge_source_health {
+	u64 read_errors;
+	u64 wraps;
+	u64 resyncs;
+};
+
+extern const struct cge_source cge_model_source;
+extern struct cge_source cge_rapl_source;
+extern struct cge_source_health cge_source_health;
+
+int cge_rapl_detect(struct cge_pkg *pkgs, unsigned int npkg);
+const char *cge_rapl_vendor(void);
+u32 cge_rapl_unit_esu(void);
+
+#endif /* CGE_SOURCE_H */

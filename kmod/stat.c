@@ -1,0 +1,122 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * stat.c - format energy.stat (one consistent snapshot per read) and
+ * energy.info. Key names come from include/cgroup_energy.h.
+ */
+#include <linux/kernel.h>
+#include <linux/seq_file.h>
+#include <linux/math64.h>
+#include <linux/mutex.h>
+#include <linux/bitops.h>
+
+#include "cgroup_energy.h"
+#include "stat.h"
+#include "cgstate.h"
+#include "sampler.h"
+#include "source.h"
+#include "probe.h"
+#include "params.h"
+
+static const char * const cge_dom_keys[CGE_DOM_NR] = {
+	[CGE_DOM_PKG] = CGE_KEY_PACKAGE_UJ,
+	[CGE_DOM_CORE] = CGE_KEY_CORE_UJ,
+	[CGE_DOM_UNCORE] = CGE_KEY_UNCORE_UJ,
+	[CGE_DOM_DRAM] = CGE_KEY_DRAM_UJ,
+	[CGE_DOM_PSYS] = CGE_KEY_PSYS_UJ,
+};
+
+static const char * const cge_dom_names[CGE_DOM_NR] = {
+	[CGE_DOM_PKG] = "package",
+	[CGE_DOM_CORE] = "core",
+	[CGE_DOM_UNCORE] = "uncore",
+	[CGE_DOM_DRAM] = "dram",
+	[CGE_DOM_PSYS] = "psys",
+};
+
+static void cge_kv(struct seq_file *m, const char *key, u64 val)
+{
+	seq_printf(m, "%s %llu\n", key, val);
+}
+
+/**
+ * cge_stat_show() - energy.stat of cgroup @cgid
+ * @m: the file
+ * @cgid: the cgroup; the root's file also carries the root-only keys
+ *
+ * Return: 0.
+ */
+int cge_stat_show(struct seq_file *m, u64 cgid)
+{
+	unsigned long domains = cge_sampler_source()->domains;
+	bool root = cgid == cge_root_cgid();
+	struct cge_root_stat rs;
+	struct cge_stat st;
+	int d;
+
+	/* One lock hold: the root's keys agree with each other exactly. */
+	mutex_lock(&cge_lock);
+	if (!cge_cgstate_read_locked(cgid, &st))
+		memset(&st, 0, sizeof(st));
+	rs = cge_root_stat;
+	mutex_unlock(&cge_lock);
+
+	cge_kv(m, CGE_KEY_USAGE_USEC, div_u64(st.usage_ns, NSEC_PER_USEC));
+	cge_kv(m, CGE_KEY_ENERGY_UJ, st.energy_uj);
+	cge_kv(m, CGE_KEY_WAKEUPS, st.wakeups);
+	cge_kv(m, CGE_KEY_IMPACT_USEC, div_u64(st.impact_ns, NSEC_PER_USEC));
+	for_each_set_bit(d, &domains, CGE_DOM_NR)
+		cge_kv(m, cge_dom_keys[d], st.dom_uj[d]);
+	if (root) {
+		cge_kv(m, CGE_KEY_TOTAL_UJ, rs.total_uj);
+		cge_kv(m, CGE_KEY_IDLE_UJ, rs.idle_uj);
+		cge_kv(m, CGE_KEY_IDLE_USEC, div_u64(rs.idle_ns, NSEC_PER_USEC));
+	}
+	return 0;
+}
+
+/**
+ * cge_info_show() - energy.info: what is in effect and how healthy it is
+ * @m: the file
+ *
+ * Return: 0.
+ */
+int cge_info_show(struct seq_file *m)
+{
+	const struct cge_source *src = cge_sampler_source();
+	unsigned long domains = src->domains;
+	struct cge_sampler_health h;
+	struct cge_source_health sh;
+	u64 records, bytes;
+	int d;
+
+	mutex_lock(&cge_lock);
+	h = cge_sampler_health;
+	sh = cge_source_health;
+	cge_cgstate_usage(&records, &bytes);
+	mutex_unlock(&cge_lock);
+
+	seq_printf(m, "version %s\n", CGE_VERSION);
+	seq_printf(m, "source %s\n", src->name);
+	seq_puts(m, "domains");
+	if (!domains)
+		seq_puts(m, " none");
+	for_each_set_bit(d, &domains, CGE_DOM_NR)
+		seq_printf(m, " %s", cge_dom_names[d]);
+	seq_putc(m, '\n');
+	seq_printf(m, "split %s\n", cge_split_name(READ_ONCE(cge_split_param)));
+	seq_printf(m, "interval_ms %u\n", READ_ONCE(cge_interval_ms));
+	seq_printf(m, "model_idle_mw %u\n", READ_ONCE(cge_model_idle_mw));
+	seq_printf(m, "model_busy_mw %u\n", READ_ONCE(cge_model_busy_mw));
+	seq_printf(m, "packages %u\n", cge_sampler_packages());
+	seq_printf(m, "last_sample_ns %llu\n", h.last_sample_ns);
+	seq_printf(m, "samples %llu\n", h.samples);
+	seq_printf(m, "sampler_overruns %llu\n", h.overruns);
+	seq_printf(m, "energy_read_errors %llu\n", sh.read_errors);
+	seq_printf(m, "counter_wraps %llu\n", sh.wraps);
+	seq_printf(m, "counter_resyncs %llu\n", sh.resyncs);
+	seq_printf(m, "cache_overflows %llu\n", cge_probe_overflows());
+	seq_printf(m, "alloc_failures %llu\n", h.alloc_failures);
+	seq_printf(m, "records %llu\n", records);
+	seq_printf(m, "record_bytes %llu\n", bytes);
+	return 0;
+}
