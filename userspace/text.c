@@ -52,21 +52,6 @@ size_t utf8_decode(const unsigned char *s, size_t n, uint32_t *cp)
 	return len;
 }
 
-/* Columns a printable code point takes on a terminal (approximation). */
-static unsigned int cp_width(uint32_t c)
-{
-	if ((c >= 0x300 && c <= 0x36f) || (c >= 0x200b && c <= 0x200f) ||
-	    (c >= 0xfe00 && c <= 0xfe0f))
-		return 0;
-	if ((c >= 0x1100 && c <= 0x115f) || (c >= 0x2e80 && c <= 0xa4cf) ||
-	    (c >= 0xac00 && c <= 0xd7a3) || (c >= 0xf900 && c <= 0xfaff) ||
-	    (c >= 0xfe30 && c <= 0xfe4f) || (c >= 0xff00 && c <= 0xff60) ||
-	    (c >= 0xffe0 && c <= 0xffe6) || (c >= 0x1f300 && c <= 0x1f64f) ||
-	    (c >= 0x1f900 && c <= 0x1f9ff) || (c >= 0x20000 && c <= 0x3fffd))
-		return 2;
-	return 1;
-}
-
 /*
  * Walk s as the terminal shows it: calls emit(ctx, bytes, len, width) for
  * each printable sequence or escape.

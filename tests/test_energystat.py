@@ -1,0 +1,817 @@
+# SPDX-License-Identifier: GPL-2.0
+"""Host tests of userspace/energystat over fixture trees built in tmp_path.
+
+Run: /usr/bin/python3 -m pytest -q tests/test_energystat.py
+The tool is built with `make -C userspace` first (ENERGYSTAT=path overrides).
+"""
+
+import json
+import os
+import re
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+from decimal import Decimal, ROUND_HALF_UP
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))
+from fixtree import Tree, build_big, stat_text  # noqa: E402
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+U64_MAX = 18446744073709551615
+NOBODY = 65534
+
+
+def header_define(name):
+    with open(os.path.join(REPO, "include", "cgroup_energy.h")) as f:
+        m = re.search(r'#define\s+%s\s+"([^"]*)"' % name, f.read())
+    return m.group(1)
+
+
+@pytest.fixture(scope="session")
+def tool():
+    if os.environ.get("ENERGYSTAT"):
+        return os.environ["ENERGYSTAT"]
+    r = subprocess.run(["make", "-C", os.path.join(REPO, "userspace")],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "warning" not in r.stderr
+    return os.path.join(REPO, "userspace", "energystat")
+
+
+def run(tool, *args, check_rc=None, preexec_fn=None, timeout=30, **kw):
+    r = subprocess.run([tool, *[os.fsdecode(a) for a in args]],
+                       capture_output=True, timeout=timeout,
+                       preexec_fn=preexec_fn, **kw)
+    r.out = r.stdout.decode("utf-8", "surrogateescape")
+    r.err = r.stderr.decode("utf-8", "surrogateescape")
+    if check_rc is not None:
+        assert r.returncode == check_rc, (r.returncode, r.out, r.err)
+    for line in r.err.splitlines():
+        assert line.startswith("energystat: "), line
+    return r
+
+
+def table(out):
+    """Table text -> (header cells, [(path, [4 cells])]) in printed order."""
+    lines = out.rstrip("\n").split("\n")
+    head = lines[0].split()
+    rows = []
+    for line in lines[1:]:
+        path, *cells = line.rsplit(None, 4)
+        rows.append((path.rstrip(), cells))
+    return head, rows
+
+
+def rowmap(out):
+    return dict(table(out)[1])
+
+
+def joules(uj, decimals=3):
+    q = Decimal(uj) / Decimal(10**6)
+    return str(q.quantize(Decimal(1).scaleb(-decimals), ROUND_HALF_UP))
+
+
+@pytest.fixture
+def tree(tmp_path):
+    """/, /system.slice/{nginx,db}.service, /user.slice/user-1000.slice."""
+    t = Tree(tmp_path / "ce", info={"source": "model",
+                                    "domains": "package dram",
+                                    "split": "impact", "interval_ms": 100})
+    t.add("/", energy_uj=10_000_000, usage_usec=8_000_000, wakeups=1000,
+          impact_usec=9_000_000, total_uj=12_500_000, idle_uj=2_500_000,
+          idle_usec=30_000_000)
+    t.add("/system.slice", energy_uj=7_500_000, usage_usec=5_000_000,
+          wakeups=600, impact_usec=6_000_000)
+    t.add("/system.slice/nginx.service", energy_uj=2_500_000,
+          usage_usec=1_500_000, wakeups=250, impact_usec=2_000_000)
+    t.add("/system.slice/db.service", energy_uj=5_000_000,
+          usage_usec=3_500_000, wakeups=350, impact_usec=4_000_000)
+    t.add("/user.slice", energy_uj=2_500_000, usage_usec=3_000_000,
+          wakeups=400, impact_usec=3_000_000)
+    t.add("/user.slice/user-1000.slice", energy_uj=2_500_000,
+          usage_usec=3_000_000, wakeups=400, impact_usec=3_000_000)
+    return t
+
+
+# ---- the table -------------------------------------------------------------
+
+def test_table_values_and_order(tool, tree):
+    r = run(tool, "--root", tree.path, check_rc=0)
+    head, rows = table(r.out)
+    assert head == ["CGROUP", "ENERGY(J)", "CPU(s)", "WAKEUPS", "IMPACT(s)"]
+    assert [p for p, _ in rows] == [
+        "/", "/system.slice", "/system.slice/db.service",
+        "/system.slice/nginx.service", "/user.slice",
+        "/user.slice/user-1000.slice"]
+    m = dict(rows)
+    assert m["/system.slice/nginx.service"] == ["2.500", "1.500", "250", "2.000"]
+    assert m["/"] == ["10.000", "8.000", "1000", "9.000"]
+    assert m["/system.slice/db.service"] == ["5.000", "3.500", "350", "4.000"]
+    assert r.err == ""
+
+
+def test_table_alignment(tool, tree):
+    lines = run(tool, "--root", tree.path, check_rc=0).out.splitlines()
+    assert len({len(line) for line in lines}) == 1  # ASCII names: same width
+    # CGROUP left-aligned, the four numbers right-aligned: same end columns
+    ends = {tuple(m.end() for m in re.finditer(r"\S+", line))[-4:]
+            for line in lines}
+    assert len(ends) == 1
+    assert all(line.startswith(("CGROUP ", "/")) for line in lines)
+
+
+def test_sort_keys(tool, tree):
+    by = lambda *a: [p for p, _ in table(run(tool, "--root", tree.path, *a,
+                                             check_rc=0).out)[1]]
+    assert by("-s", "path") == [
+        "/", "/system.slice", "/system.slice/db.service",
+        "/system.slice/nginx.service", "/user.slice",
+        "/user.slice/user-1000.slice"]
+    # cpu: user.slice (3.0 s) ties its child and beats nginx (1.5 s)
+    assert by("--sort", "cpu")[:4] == [
+        "/", "/system.slice", "/system.slice/db.service", "/user.slice"]
+    assert by("-s", "wakeups")[1:3] == ["/system.slice", "/user.slice"]
+
+
+def test_depth(tool, tree):
+    assert list(rowmap(run(tool, "--root", tree.path, "-d", "0",
+                           check_rc=0).out)) == ["/"]
+    assert sorted(rowmap(run(tool, "--root", tree.path, "--depth", "1",
+                             check_rc=0).out)) == [
+        "/", "/system.slice", "/user.slice"]
+    assert sorted(rowmap(run(tool, "--root", tree.path, "-d", "1",
+                             "system.slice", check_rc=0).out)) == [
+        "/system.slice", "/system.slice/db.service",
+        "/system.slice/nginx.service"]
+
+
+@pytest.mark.parametrize("arg", [
+    "/sys/fs/cgroup/system.slice", "/sys/fs/cgroup_energy/system.slice",
+    "system.slice", "/system.slice", "system.slice/", "./system.slice/",
+    "/sys/fs/cgroup/user.slice/../system.slice", "ROOT/system.slice"])
+def test_path_forms(tool, tree, arg):
+    arg = arg.replace("ROOT", tree.path)
+    r = run(tool, "--root", tree.path, arg, check_rc=0)
+    assert list(rowmap(r.out)) == ["/system.slice", "/system.slice/db.service",
+                                   "/system.slice/nginx.service"]
+
+
+def test_path_root_forms(tool, tree):
+    for arg in ("/", "/sys/fs/cgroup", "/sys/fs/cgroup_energy/", "."):
+        assert len(rowmap(run(tool, "--root", tree.path, arg,
+                              check_rc=0).out)) == 6
+
+
+def test_relative_root_and_prefix(tool, tree):
+    parent = os.path.dirname(tree.path)
+    r = run(tool, "--root", "ce", "ce/system.slice", cwd=parent, check_rc=2)
+    assert "unknown cgroup /ce/system.slice" in r.err  # relative = cgroup path
+    r = run(tool, "--root", "ce/", os.path.join(tree.path, "user.slice"),
+            cwd=parent, check_rc=0)
+    assert list(rowmap(r.out)) == ["/user.slice", "/user.slice/user-1000.slice"]
+
+
+def test_overlapping_paths_dedup(tool, tree):
+    r = run(tool, "--root", tree.path, "/system.slice",
+            "/sys/fs/cgroup/system.slice/nginx.service", "/user.slice",
+            check_rc=0)
+    paths = list(table(r.out)[1])
+    assert len(paths) == 5
+    assert len({p for p, _ in paths}) == 5
+
+
+def test_unknown_cgroup(tool, tree):
+    r = run(tool, "--root", tree.path, "/no.slice", check_rc=2)
+    assert r.out == ""
+    assert r.err == (f"energystat: unknown cgroup /no.slice: no directory "
+                     f"{tree.path}/no.slice\n")
+    r = run(tool, "--root", tree.path, "/no.slice", "/user.slice", check_rc=1)
+    assert list(rowmap(r.out)) == ["/user.slice", "/user.slice/user-1000.slice"]
+    r = run(tool, "--root", tree.path, "../x", check_rc=2)
+    assert "'..' goes above the root" in r.err
+
+
+def test_names_spaces_unicode(tool, tmp_path):
+    t = Tree(tmp_path / "ce")
+    t.add("/", energy_uj=9_000_000)
+    names = ["/my app.service", "/caf\u00e9 \u2615.scope", "/\u65e5\u672c.slice",
+             "/quote\"back\\slash", "/new\nline"]
+    for i, n in enumerate(names):
+        t.add(n, energy_uj=(i + 1) * 1_000_000)
+    r = run(tool, "--root", t.path, check_rc=0)
+    lines = r.out.splitlines()
+    assert len(lines) == 1 + 1 + len(names)  # newline in a name is escaped
+    m = rowmap(r.out)
+    assert m["/my app.service"][0] == "1.000"
+    assert m["/caf\u00e9 \u2615.scope"][0] == "2.000"
+    assert m["/\u65e5\u672c.slice"][0] == "3.000"
+    assert m["/quote\"back\\\\slash"][0] == "4.000"
+    assert m["/new\\x0aline"][0] == "5.000"
+    # display-width alignment: the energy column ends at the same column
+    from unicodedata import east_asian_width as eaw
+    width = lambda s: sum(2 if eaw(c) in "WF" else 1 for c in s)
+    assert len({width(line) for line in lines}) == 1
+
+    doc = json.loads(run(tool, "--root", t.path, "--json", check_rc=0).out)
+    got = {c["path"]: c["stat"]["energy_uj"] for c in doc["cgroups"]}
+    for i, n in enumerate(names):
+        assert got[n] == (i + 1) * 1_000_000
+
+    prom = run(tool, "--root", t.path, "--prometheus", check_rc=0).out
+    assert 'cgroup_energy_joules_total{cgroup="/quote\\"back\\\\slash"} 4\n' in prom
+    assert 'cgroup_energy_joules_total{cgroup="/new\\nline"} 5\n' in prom
+    assert 'cgroup_energy_joules_total{cgroup="/\u65e5\u672c.slice"} 3\n' in prom
+    promtool_check(prom)
+
+
+def test_invalid_utf8_name(tool, tmp_path):
+    t = Tree(tmp_path / "ce")
+    t.add("/", energy_uj=2_000_000)
+    t.add(b"/bad\xff\xfename", energy_uj=1_000_000)
+    r = run(tool, "--root", t.path, check_rc=0)
+    assert "/bad\\xff\\xfename" in r.out
+    doc = json.loads(run(tool, "--root", t.path, "--json", check_rc=0).out)
+    assert doc["cgroups"][1]["path"] == "/bad\ufffd\ufffdname"
+    prom = run(tool, "--root", t.path, "--prometheus", check_rc=0).out
+    assert 'cgroup="/bad\ufffd\ufffdname"' in prom
+    promtool_check(prom)
+
+
+def test_values_near_2_64(tool, tmp_path):
+    t = Tree(tmp_path / "ce")
+    t.add("/", energy_uj=U64_MAX, usage_usec=U64_MAX - 1, wakeups=U64_MAX,
+          impact_usec=18446744073709551000, total_uj=U64_MAX, idle_uj=0,
+          idle_usec=U64_MAX)
+    r = run(tool, "--root", t.path, check_rc=0)
+    assert rowmap(r.out)["/"] == [joules(U64_MAX), joules(U64_MAX - 1),
+                                  str(U64_MAX), joules(18446744073709551000)]
+    assert rowmap(r.out)["/"][0] == "18446744073709.552"
+    doc = json.loads(run(tool, "--root", t.path, "--json", check_rc=0).out)
+    st = doc["cgroups"][0]["stat"]
+    assert st == {"usage_usec": U64_MAX - 1, "energy_uj": U64_MAX,
+                  "wakeups": U64_MAX, "impact_usec": 18446744073709551000,
+                  "total_uj": U64_MAX, "idle_uj": 0, "idle_usec": U64_MAX}
+    prom = run(tool, "--root", t.path, "--prometheus", check_rc=0).out
+    assert 'cgroup_energy_joules_total{cgroup="/"} 18446744073709.551615\n' in prom
+    assert 'cgroup_energy_wakeups_total{cgroup="/"} 18446744073709551615\n' in prom
+    promtool_check(prom)
+
+
+# ---- malformed input ----------------------------------------------------------
+
+GOOD = stat_text(dict(usage_usec=1, energy_uj=1_000_000, wakeups=3,
+                      impact_usec=4))
+
+
+@pytest.mark.parametrize("content,line,msg", [
+    (GOOD + "energy_uj\n", 5, "expected 'key value'"),
+    ("usage_usec 1\nenergy_uj 18446744073709551616\nwakeups 1\nimpact_usec 1\n",
+     2, "value out of range (above 18446744073709551615)"),
+    ("usage_usec 1\nenergy_uj 99999999999999999999999\n", 2, "value out of range"),
+    ("usage_usec -1\nenergy_uj 1\nwakeups 1\nimpact_usec 1\n", 1,
+     "unsigned integer"),
+    ("usage_usec 1\nenergy_uj 1.5\nwakeups 1\nimpact_usec 1\n", 2,
+     "unsigned integer"),
+    (GOOD + "energy_uj 7\n", 5, "duplicate key energy_uj"),
+    (GOOD + "x" * 300 + " 1\n", 5, "line too long"),
+    (GOOD.encode() + b"\x00\x01\xff\xfe junk\n", 5, "binary data"),
+    (b"\x7fELF\x02\x01\x01\x00" + bytes(range(256)), 1, "binary data"),
+    ("usage_usec 1\nenergy_uj 1\nwakeups 1\n", 0, "missing key impact_usec"),
+    ("", 0, "empty file"),
+    ("\n\n\n", 0, "missing key usage_usec"),
+    ("x" * 20000, 0, "file too large"),
+    (" usage_usec 1\n", 1, "expected 'key value'"),
+])
+def test_malformed(tool, tree, content, line, msg):
+    tree.write("/system.slice/nginx.service", content)
+    r = run(tool, "--root", tree.path, check_rc=1)
+    m = rowmap(r.out)
+    assert "/system.slice/nginx.service" not in m
+    assert m["/system.slice/db.service"][0] == "5.000"  # others still shown
+    assert len(m) == 5
+    f = os.path.join(tree.path, "system.slice/nginx.service/energy.stat")
+    where = f"{f}:{line}: " if line else f"{f}: "
+    assert len(r.err.splitlines()) == 1
+    assert r.err.startswith("energystat: " + where), r.err
+    assert msg in r.err
+
+
+def test_lenient_forms(tool, tree):
+    """Unknown keys (a newer module), tabs, CRLF and no final newline."""
+    tree.write("/user.slice", "usage_usec\t5\r\nenergy_uj   1500000\n"
+               "future_key 9\nwakeups 2\nimpact_usec 3")
+    m = rowmap(run(tool, "--root", tree.path, check_rc=0).out)
+    assert m["/user.slice"] == ["1.500", "0.000", "2", "0.000"]
+
+
+def test_missing_file_and_odd_entries(tool, tree):
+    root = tree.path
+    os.makedirs(os.path.join(root, "empty.slice"))      # dir without energy.stat
+    os.mkfifo(os.path.join(root, "user.slice", "fifo"))  # not a dir: ignored
+    os.makedirs(os.path.join(root, "fifo.slice"))
+    os.mkfifo(os.path.join(root, "fifo.slice", "energy.stat"))  # must not hang
+    os.makedirs(os.path.join(root, "dir.slice", "energy.stat"))
+    os.symlink("..", os.path.join(root, "system.slice", "loop"))  # loop
+    os.symlink(root, os.path.join(root, "user.slice", "up"))
+    r = run(tool, "--root", root, check_rc=1, timeout=10)
+    m = rowmap(r.out)
+    assert len(m) == 6
+    err = r.err
+    assert f"energystat: cannot read {root}/empty.slice/energy.stat: No such file or directory\n" in err
+    assert f"energystat: {root}/fifo.slice/energy.stat: not a regular file\n" in err
+    assert f"energystat: {root}/dir.slice/energy.stat: not a regular file\n" in err
+
+
+def test_root_malformed_nothing_else(tool, tree):
+    tree.write("/", "garbage\n")
+    r = run(tool, "--root", tree.path, "-d", "0", check_rc=2)
+    assert r.out == ""
+    assert r.err == f"energystat: {tree.path}/energy.stat:1: expected 'key value'\n"
+    r = run(tool, "--root", tree.path, check_rc=1)
+    assert "/" not in rowmap(r.out) and len(rowmap(r.out)) == 5
+
+
+def test_error_flood_is_capped(tool, tmp_path):
+    t = Tree(tmp_path / "ce")
+    t.add("/", energy_uj=1)
+    for i in range(50):
+        t.write(f"/bad{i:02d}", "junk\n")
+    r = run(tool, "--root", t.path, check_rc=1)
+    lines = r.err.splitlines()
+    assert len(lines) == 21
+    assert lines[-1] == "energystat: 30 more errors not shown"
+
+
+def test_deep_tree(tool, tmp_path):
+    t = Tree(tmp_path / "ce")
+    t.add("/", energy_uj=1)
+    p = ""
+    for i in range(300):
+        p += "/d"
+        t.add(p, energy_uj=i)
+    r = run(tool, "--root", t.path, check_rc=1, timeout=20)
+    assert len(rowmap(r.out)) == 257
+    assert r.err.endswith("/d/d/...: deeper than 256 levels, not descending\n")
+    assert len(r.err.splitlines()) == 1
+
+
+# ---- errors: nothing can be shown ---------------------------------------------
+
+def test_missing_tree(tool, tmp_path):
+    r = run(tool, "--root", tmp_path / "nope", check_rc=2)
+    assert r.out == ""
+    assert r.err == f"energystat: no such directory: {tmp_path}/nope (--root)\n"
+
+
+def test_module_not_loaded(tool):
+    if os.path.exists("/sys/fs/cgroup_energy") or \
+            os.path.exists("/sys/module/cgroup_energy"):
+        pytest.skip("the module is loaded here")
+    r = run(tool, check_rc=2)
+    assert r.err == ("energystat: the cgroup_energy module is not loaded "
+                     "(no /sys/fs/cgroup_energy): run modprobe cgroup_energy\n")
+
+
+def test_not_mounted(tool, tmp_path):
+    d = tmp_path / "mnt"
+    d.mkdir()
+    r = run(tool, "--root", d, check_rc=2)
+    assert r.err == (f"energystat: nothing mounted on {d} (no energy.stat): "
+                     f"run mount -t cgroup_energy none {d}\n")
+
+
+def as_nobody():
+    os.setgroups([])
+    os.setgid(NOBODY)
+    os.setuid(NOBODY)
+
+
+@pytest.fixture
+def public_tree():
+    """A tree nobody can traverse (tmp_path's parents are root-only)."""
+    d = tempfile.mkdtemp(prefix="energystat-")
+    os.chmod(d, 0o755)
+    t = Tree(os.path.join(d, "ce"))
+    t.add("/", energy_uj=3_000_000, usage_usec=1, wakeups=1, impact_usec=1)
+    t.add("/a.slice", energy_uj=2_000_000)
+    t.add("/b.slice", energy_uj=1_000_000)
+    for top, dirs, files in os.walk(t.path):
+        os.chmod(top, 0o755)
+        for f in files:
+            os.chmod(os.path.join(top, f), 0o440)  # the default mode=0440
+    yield t
+    shutil.rmtree(d)
+
+
+def nobody_tool(tool):
+    if os.getuid() != 0:
+        pytest.skip("needs root to switch to nobody")
+    return tool
+
+
+def test_permission_denied(tool, public_tree):
+    t = public_tree
+    r = run(nobody_tool(tool), "--root", t.path, check_rc=2, preexec_fn=as_nobody)
+    assert r.out == ""
+    assert r.err == (f"energystat: permission denied reading {t.path}/energy.stat: "
+                     "run as root, or have root mount the tree with "
+                     "-o gid=<group>,mode=0440 and join that group\n")
+    os.chmod(os.path.join(t.path, "energy.stat"), 0o444)
+    os.chmod(os.path.join(t.path, "b.slice"), 0o700)
+    r = run(tool, "--root", t.path, check_rc=1, preexec_fn=as_nobody)
+    assert list(rowmap(r.out)) == ["/"]
+    assert f"cannot read {t.path}/a.slice/energy.stat: Permission denied " \
+           "(the mount options gid= and mode= say who may)" in r.err
+    assert f"cannot list {t.path}/b.slice: Permission denied" in r.err
+    os.chmod(t.path, 0o700)
+    r = run(tool, "--root", t.path, check_rc=2, preexec_fn=as_nobody)
+    assert "permission denied reading" in r.err and "gid=" in r.err
+
+
+# ---- JSON ------------------------------------------------------------------------
+
+def test_json(tool, tree):
+    tree.add("/system.slice/nginx.service", energy_uj=2_500_000,
+             usage_usec=1_500_000, wakeups=250, impact_usec=2_000_000,
+             package_uj=2_000_000, dram_uj=500_000, core_uj=1_200_000)
+    r = run(tool, "--root", tree.path, "--json", check_rc=0)
+    assert r.out.count("\n") == 1
+    doc = json.loads(r.out)
+    assert doc["version"] == 1
+    assert doc["tool"] == "energystat " + header_define("CGE_VERSION")
+    assert doc["mode"] == "static"
+    assert doc["root"] == tree.path
+    assert abs(doc["timestamp_ns"] / 1e9 - time.time()) < 60
+    assert doc["info"] == {"source": "model", "domains": "package dram",
+                           "split": "impact", "interval_ms": "100"}
+    assert [c["path"] for c in doc["cgroups"]] == [
+        "/", "/system.slice", "/system.slice/db.service",
+        "/system.slice/nginx.service", "/user.slice",
+        "/user.slice/user-1000.slice"]
+    c = {c["path"]: c for c in doc["cgroups"]}
+    assert c["/"]["stat"] == {"usage_usec": 8_000_000, "energy_uj": 10_000_000,
+                              "wakeups": 1000, "impact_usec": 9_000_000,
+                              "total_uj": 12_500_000, "idle_uj": 2_500_000,
+                              "idle_usec": 30_000_000}
+    assert c["/system.slice/nginx.service"] == {
+        "path": "/system.slice/nginx.service", "depth": 2,
+        "stat": {"usage_usec": 1_500_000, "energy_uj": 2_500_000,
+                 "wakeups": 250, "impact_usec": 2_000_000,
+                 "package_uj": 2_000_000, "core_uj": 1_200_000,
+                 "dram_uj": 500_000}}
+    assert all("rates" not in x for x in doc["cgroups"])
+
+
+# ---- Prometheus --------------------------------------------------------------
+
+def promtool_check(text):
+    exe = shutil.which("promtool")
+    if not exe:
+        subprocess.run(["apt-get", "install", "-y", "-q", "prometheus"],
+                       capture_output=True)
+        exe = shutil.which("promtool")
+    if not exe:
+        pytest.skip("promtool cannot be installed (Debian package prometheus)")
+    r = subprocess.run([exe, "check", "metrics"], input=text.encode(),
+                       capture_output=True)
+    assert r.returncode == 0, r.stdout.decode() + r.stderr.decode()
+    assert r.stdout.decode().strip() == "" and r.stderr.decode().strip() == ""
+
+
+def prom_samples(text):
+    out = {}
+    for line in text.splitlines():
+        if not line.startswith("#"):
+            k, v = line.rsplit(" ", 1)
+            out[k] = v
+    return out
+
+
+def test_prometheus(tool, tree):
+    tree.add("/system.slice/nginx.service", energy_uj=2_500_000,
+             usage_usec=1_500_000, wakeups=250, impact_usec=2_000_001,
+             package_uj=2_000_000, dram_uj=500_000)
+    r = run(tool, "--root", tree.path, "--prometheus", check_rc=0)
+    promtool_check(r.out)
+    s = prom_samples(r.out)
+    ng = '{cgroup="/system.slice/nginx.service"}'
+    assert s["cgroup_energy_joules_total" + ng] == "2.5"
+    assert s["cgroup_energy_cpu_seconds_total" + ng] == "1.5"
+    assert s["cgroup_energy_wakeups_total" + ng] == "250"
+    assert s["cgroup_energy_impact_seconds_total" + ng] == "2.000001"
+    assert s['cgroup_energy_domain_joules_total{cgroup="/system.slice/'
+             'nginx.service",domain="package"}'] == "2"
+    assert s['cgroup_energy_domain_joules_total{cgroup="/system.slice/'
+             'nginx.service",domain="dram"}'] == "0.5"
+    assert s['cgroup_energy_joules_total{cgroup="/"}'] == "10"
+    assert s["cgroup_energy_measured_joules_total"] == "12.5"
+    assert s["cgroup_energy_idle_joules_total"] == "2.5"
+    assert s["cgroup_energy_idle_cpu_seconds_total"] == "30"
+    assert s['cgroup_energy_info{source="model",domains="package dram",'
+             'split="impact"}'] == "1"
+    assert len([k for k in s if k.startswith("cgroup_energy_joules_total")]) == 6
+    for name in ("joules", "cpu_seconds", "wakeups", "impact_seconds"):
+        assert f"# TYPE cgroup_energy_{name}_total counter\n" in r.out
+        assert f"# HELP cgroup_energy_{name}_total " in r.out
+
+
+def test_prometheus_subtree_has_no_root_metrics(tool, tree):
+    r = run(tool, "--root", tree.path, "--prometheus", "/user.slice", check_rc=0)
+    promtool_check(r.out)
+    assert "measured_joules" not in r.out
+    assert len(prom_samples(r.out)) == 4 * 2 + 1
+
+
+def test_prometheus_not_live(tool, tree):
+    r = run(tool, "--root", tree.path, "--prometheus", "-i", "1", check_rc=2)
+    assert "cannot be used with -i/-n" in r.err
+
+
+# ---- live mode ---------------------------------------------------------------
+
+class Live:
+    """energystat in live mode, read one output document at a time."""
+
+    def __init__(self, tool, *args):
+        self.p = subprocess.Popen([tool, *args], stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True)
+
+    def doc(self):
+        line = self.p.stdout.readline()
+        assert line, self.p.stderr.read()
+        return json.loads(line)
+
+    def finish(self):
+        rest = self.p.stdout.read()
+        err = self.p.stderr.read()
+        return self.p.wait(timeout=20), rest, err
+
+
+def rates(doc):
+    return {c["path"]: c["rates"] for c in doc["cgroups"]}
+
+
+def test_live_rates_module_clock(tool, tree):
+    """energy.info's last_sample_ns advances 500 ms per step: exact rates."""
+    ns = 10**12
+    info = {"source": "model", "last_sample_ns": ns}
+    tree.set_info(info)
+    live = Live(tool, "--root", tree.path, "--json", "-i", "0.5", "-n", "3")
+    for step in range(1, 4):
+        time.sleep(0.05 if step == 1 else 0)
+        # +1 J, +0.25 CPU-s, +50 wakeups, +0.5 impact-s on nginx per step
+        tree.add("/system.slice/nginx.service", energy_uj=2_500_000 + step * 1_000_000,
+                 usage_usec=1_500_000 + step * 250_000, wakeups=250 + step * 50,
+                 impact_usec=2_000_000 + step * 500_000)
+        info["last_sample_ns"] = ns + step * 500_000_000
+        tree.set_info(info)
+        doc = live.doc()
+        assert doc["mode"] == "live" and doc["reset"] is False
+        assert doc["clock"] == "module"
+        assert doc["interval_s"] == pytest.approx(0.5, abs=1e-9)
+        r = rates(doc)["/system.slice/nginx.service"]
+        assert r == pytest.approx({"cpu_percent": 50.0, "power_w": 2.0,
+                                   "wakeups_per_s": 100.0, "impact": 100.0},
+                                  abs=1e-6)
+        assert rates(doc)["/user.slice"] == {"cpu_percent": 0, "power_w": 0,
+                                             "wakeups_per_s": 0, "impact": 0}
+        assert doc["cgroups"][0]["path"] == "/"
+        assert doc["cgroups"][1]["path"] == "/system.slice/nginx.service"
+        # counters still there
+        c = {c["path"]: c for c in doc["cgroups"]}
+        assert c["/system.slice/nginx.service"]["stat"]["energy_uj"] == \
+            2_500_000 + step * 1_000_000
+    rc, rest, err = live.finish()
+    assert (rc, rest, err) == (0, "", "")
+
+
+def test_live_rates_wall_clock(tool, tree):
+    live = Live(tool, "--root", tree.path, "--json", "-i", "0.4", "-n", "2")
+    time.sleep(0.05)
+    tree.add("/user.slice", energy_uj=2_500_000 + 800_000, usage_usec=3_000_000,
+             wakeups=400, impact_usec=3_000_000)
+    doc = live.doc()
+    assert doc["clock"] == "wall"
+    assert 0.3 < doc["interval_s"] < 0.8
+    r = rates(doc)["/user.slice"]
+    assert r["power_w"] == pytest.approx(0.8 / doc["interval_s"], rel=1e-4)
+    assert r["power_w"] == pytest.approx(2.0, rel=0.3)
+    assert r["cpu_percent"] == 0
+    doc = live.doc()
+    assert rates(doc)["/user.slice"]["power_w"] == 0
+    assert live.finish()[0] == 0
+
+
+def test_live_appear_disappear_reload(tool, tree):
+    ns = 10**12
+    tree.set_info({"last_sample_ns": ns})
+    live = Live(tool, "--root", tree.path, "--json", "--sort", "path",
+                "-i", "0.5", "-n", "4")
+    time.sleep(0.05)
+    # step 1: a cgroup appears (counters from 0), another disappears
+    tree.add("/system.slice/new.service", energy_uj=500_000, usage_usec=100_000,
+             wakeups=5, impact_usec=100_000)
+    tree.remove("/user.slice/user-1000.slice")
+    tree.set_info({"last_sample_ns": ns + 500_000_000})
+    doc = live.doc()
+    r = rates(doc)
+    assert "/user.slice/user-1000.slice" not in r
+    assert r["/system.slice/new.service"] == pytest.approx(
+        {"power_w": 1.0, "cpu_percent": 20.0, "wakeups_per_s": 10.0,
+         "impact": 20.0})
+    assert [c["path"] for c in doc["cgroups"]] == [
+        "/", "/system.slice", "/system.slice/db.service",
+        "/system.slice/new.service", "/system.slice/nginx.service", "/user.slice"]
+    # step 2: the module is reloaded: root counters go back
+    tree.add("/", energy_uj=1_000, usage_usec=1_000, wakeups=1, impact_usec=1_000,
+             total_uj=2_000, idle_uj=1_000, idle_usec=1_000)
+    tree.add("/system.slice", energy_uj=10)
+    tree.set_info({"last_sample_ns": 5})
+    doc = live.doc()
+    assert doc["reset"] is True
+    assert all(c["rates"] is None for c in doc["cgroups"])
+    # step 3: rates again, from the new baseline
+    tree.add("/", energy_uj=1_001_000, usage_usec=1_000, wakeups=1,
+             impact_usec=1_000, total_uj=1_502_000, idle_uj=501_000,
+             idle_usec=1_000)
+    tree.set_info({"last_sample_ns": 5 + 500_000_000})
+    doc = live.doc()
+    assert doc["reset"] is False
+    r = rates(doc)["/"]
+    assert r["power_w"] == pytest.approx(2.0)
+    assert r["total_w"] == pytest.approx(3.0)
+    assert r["idle_w"] == pytest.approx(1.0)
+    assert r["idle_cpu_percent"] == 0
+    # step 4: a cgroup removed and created again (same path): from 0
+    tree.remove("/system.slice/db.service")
+    tree.add("/system.slice/db.service", energy_uj=250_000)
+    tree.set_info({"last_sample_ns": 5 + 1_000_000_000})
+    doc = live.doc()
+    assert rates(doc)["/system.slice/db.service"]["power_w"] == pytest.approx(0.5)
+    rc, rest, err = live.finish()
+    assert rc == 0 and rest == ""
+    assert err == ("energystat: counters restarted (module reloaded?): new "
+                   "baseline, rates from the next update\n")
+
+
+def test_live_tree_goes_and_comes_back(tool, tree):
+    live = Live(tool, "--root", tree.path, "--json", "-i", "0.4", "-n", "3")
+    time.sleep(0.05)
+    os.rename(os.path.join(tree.path, "energy.stat"),
+              os.path.join(tree.path, "saved"))
+    time.sleep(0.5)                # update 1 fails: not mounted
+    os.rename(os.path.join(tree.path, "saved"),
+              os.path.join(tree.path, "energy.stat"))
+    doc = live.doc()               # update 2: new baseline
+    assert doc["reset"] is True
+    doc = live.doc()               # update 3: rates
+    assert rates(doc)["/"]["power_w"] == 0
+    rc, rest, err = live.finish()
+    assert rc == 1
+    assert f"energystat: nothing mounted on {tree.path}" in err
+
+
+def test_live_table(tool, tree):
+    ns = 10**12
+    tree.set_info({"last_sample_ns": ns})
+    p = subprocess.Popen([tool, "--root", tree.path, "-i", "0.5", "-n", "2"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(0.1)
+    tree.add("/system.slice/db.service", energy_uj=5_000_000 + 1_500_000,
+             usage_usec=3_500_000 + 500_000, wakeups=350 + 10,
+             impact_usec=4_000_000 + 250_000)
+    tree.add("/added", energy_uj=1)
+    tree.write("/user.slice", "bad\n")
+    tree.set_info({"last_sample_ns": ns + 500_000_000})
+    out, err = p.communicate(timeout=20)
+    assert p.returncode == 1
+    first, second = out.split("\n\n")
+    head, rows = table(first)
+    assert head == ["CGROUP", "POWER(W)", "CPU%", "WAKEUPS/s", "IMPACT"]
+    m = dict(rows)
+    assert rows[0][0] == "/"
+    assert rows[1] == ("/system.slice/db.service", ["3.000", "100.0", "20.0", "50.0"])
+    assert m["/added"] == ["0.000", "0.0", "0.0", "0.0"]
+    assert "/user.slice" not in m
+    assert m["/user.slice/user-1000.slice"] == ["0.000", "0.0", "0.0", "0.0"]
+    m2 = rowmap(second)
+    assert m2["/system.slice/db.service"] == ["0.000", "0.0", "0.0", "0.0"]
+    assert f"{tree.path}/user.slice/energy.stat:1: expected 'key value'" in err
+
+
+def test_live_table_dash_after_unreadable(tool, tree):
+    """A cgroup unreadable in the previous sample has no rate: '-'."""
+    tree.write("/user.slice", "bad\n")
+    p = subprocess.Popen([tool, "--root", tree.path, "-i", "0.4", "-n", "1"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(0.1)
+    tree.add("/user.slice", energy_uj=1)
+    out, err = p.communicate(timeout=20)
+    assert rowmap(out)["/user.slice"] == ["-", "-", "-", "-"]
+    assert p.returncode == 1
+
+
+# ---- usage, help, version, install -------------------------------------------
+
+def test_help_version(tool):
+    r = run(tool, "--help", check_rc=0)
+    for opt in ("--depth", "--interval", "--count", "--json", "--prometheus",
+                "--root", "--sort", "--version"):
+        assert opt in r.out
+    r = run(tool, "--version", check_rc=0)
+    assert r.out == f"energystat {header_define('CGE_VERSION')}\n"
+    assert run(tool, "-V", check_rc=0).out == r.out
+
+
+@pytest.mark.parametrize("args,msg", [
+    (["--bogus"], "unknown option '--bogus'"),
+    (["-d", "x"], "invalid depth 'x'"),
+    (["-d", "-1"], "invalid depth '-1'"),
+    (["-i", "0"], "invalid interval '0'"),
+    (["-i", "nan"], "invalid interval 'nan'"),
+    (["-n", "0"], "invalid count '0'"),
+    (["-s", "watts"], "invalid sort key 'watts'"),
+    (["--json", "--prometheus"], "--json and --prometheus exclude each other"),
+    (["-d"], "option '-d' needs an argument"),
+])
+def test_usage_errors(tool, tree, args, msg):
+    r = run(tool, "--root", tree.path, *args, check_rc=2)
+    assert r.out == ""
+    assert len(r.err.splitlines()) == 1 and msg in r.err
+    assert r.err.endswith("(see energystat --help)\n")
+
+
+def test_install_uninstall(tool, tmp_path):
+    ud = os.path.join(REPO, "userspace")
+    r = subprocess.run(["make", "-C", ud, "install", "PREFIX=/opt/es",
+                        f"DESTDIR={tmp_path}"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    exe = tmp_path / "opt/es/bin/energystat"
+    man = tmp_path / "opt/es/share/man/man1/energystat.1"
+    assert os.access(exe, os.X_OK) and stat.S_IMODE(os.stat(man).st_mode) == 0o644
+    assert subprocess.run([exe, "--version"], capture_output=True).returncode == 0
+    r = subprocess.run(["make", "-C", ud, "uninstall", "PREFIX=/opt/es",
+                        f"DESTDIR={tmp_path}"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert not exe.exists() and not man.exists()
+
+
+def test_man_page(tool):
+    man = os.path.join(REPO, "userspace", "energystat.1")
+    if not shutil.which("groff"):
+        pytest.skip("groff missing")
+    r = subprocess.run(["groff", "-man", "-Tascii", "-ww", man],
+                       capture_output=True, text=True)
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    text = re.sub(r".\x08", "", r.stdout)  # overstrike bold/underline
+    for word in ("--json", "--prometheus", "--root", "EXIT STATUS", "power_w",
+                 "cpu_percent", "wakeups_per_s", "impact", "modprobe",
+                 "gid=", "cgroup_energy_joules_total"):
+        assert word in text, word
+
+
+# ---- performance and memory ------------------------------------------------
+
+def test_10000_cgroups_under_5s(tool, tmp_path):
+    t = build_big(tmp_path / "big", 10000)
+    for args in ([], ["--json"], ["--prometheus"]):
+        t0 = time.monotonic()
+        r = run(tool, "--root", t.path, *args, check_rc=0)
+        took = time.monotonic() - t0
+        assert took < 5, (args, took)
+    assert len(r.out.splitlines()) > 4 * 10001
+    m = rowmap(run(tool, "--root", t.path, check_rc=0).out)
+    assert len(m) == 10001
+    assert m["/slice-099.slice/svc-09899.service"][0] == "9.900"
+
+
+VALGRIND = ["valgrind", "-q", "--error-exitcode=1", "--leak-check=full",
+            "--errors-for-leak-kinds=definite,indirect"]
+
+
+@pytest.mark.skipif(not shutil.which("valgrind"), reason="valgrind missing")
+@pytest.mark.parametrize("args,rc", [
+    ([], 0), (["--json"], 0), (["--prometheus"], 0), (["-d", "1", "-s", "path"], 0),
+    (["/system.slice", "/sys/fs/cgroup/system.slice/db.service"], 0),
+    (["--json", "-i", "0.2", "-n", "2"], 0), (["-b", "-i", "0.2", "-n", "2"], 0),
+    (["/nope", "/user.slice"], 1), (["MALFORMED"], 1), (["--bogus"], 2),
+    (["--help"], 0),
+])
+def test_valgrind(tool, tree, tmp_path, args, rc):
+    if args == ["MALFORMED"]:
+        tree.write("/user.slice", "usage_usec 1\nenergy_uj 99999999999999999999\n")
+        tree.write("/system.slice", b"\xff\x00" * 100)
+        os.symlink("..", os.path.join(tree.path, "system.slice", "loop"))
+        args = []
+    r = subprocess.run(VALGRIND + [tool, "--root", tree.path, *args],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == rc, r.stderr
+    assert "==" not in r.stderr, r.stderr  # valgrind -q prints nothing when clean
+    r = subprocess.run(VALGRIND + [tool, "--root", tmp_path / "none"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "==" not in r.stderr, r.stderr
