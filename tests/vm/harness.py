@@ -29,10 +29,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 try:
-    from . import initramfs, kernels
+    from . import initramfs, kernels, pvh
 except ImportError:                       # run as a script
     import initramfs
     import kernels
+    import pvh
 
 REPO = Path(__file__).resolve().parents[2]
 GUEST_INIT = Path(__file__).resolve().parent / 'guest-init.sh'
@@ -179,7 +180,7 @@ def qemu_command(k, initrd, rundir, cpus, mem, append):
     return [QEMU, '-machine', 'q35', '-accel', 'tcg', '-cpu', 'max',
             '-smp', str(cpus), '-m', str(mem), '-no-reboot', '-nographic',
             '-nodefaults', '-serial', 'stdio',
-            '-kernel', str(k.vmlinuz), '-initrd', str(initrd),
+            '-kernel', str(pvh.boot_image(k)), '-initrd', str(initrd),
             '-append', cmdline,
             '-virtfs', 'local,path=/,mount_tag=hostroot,readonly=on,'
                        'security_model=none,multidevs=remap',

@@ -130,9 +130,14 @@ def _check_flavour(flavour):
                           + ', '.join(FLAVOURS))
 
 
+_resolved = {}
+
+
 def resolve(flavour):
     """Newest kernel release (e.g. '6.1.0-57-amd64') of a flavour in the archive."""
     _check_flavour(flavour)
+    if flavour in _resolved:
+        return _resolved[flavour]
     meta, prefix = FLAVOURS[flavour]
     deps = _depends_retry(meta)
     rt = flavour.endswith('-rt')
@@ -140,6 +145,7 @@ def resolve(flavour):
         kver = d.removeprefix('linux-image-')
         if (d.startswith('linux-image-') and kver.startswith(prefix)
                 and kver.endswith('-rt-amd64') == rt):
+            _resolved[flavour] = kver
             return kver
     last = kernels_dir() / f'{flavour}.kver'
     if last.exists():
