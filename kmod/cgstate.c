@@ -170,13 +170,15 @@ void cge_rec_add(struct cge_rec *rec, const struct cge_stat *d)
  * Called from the probe (runqueue lock held, IRQs off): RCU lookup and
  * atomics only. A cgroup without a record yet is charged to its parent's
  * record, or the root's; the sampler picks the charges up at the next sample.
+ *
+ * Return: true if @cgid has a record of its own.
  */
-void cge_cgstate_overflow(u64 cgid, u64 parent_cgid, u64 ns, u32 wakeups)
+bool cge_cgstate_overflow(u64 cgid, u64 parent_cgid, u64 ns, u32 wakeups)
 {
-	struct cge_rec *rec;
+	struct cge_rec *rec, *own;
 
 	rcu_read_lock();
-	rec = cge_rec_find(cgid);
+	rec = own = cge_rec_find(cgid);
 	if (!rec && parent_cgid)
 		rec = cge_rec_find(parent_cgid);
 	if (!rec)
@@ -186,6 +188,7 @@ void cge_cgstate_overflow(u64 cgid, u64 parent_cgid, u64 ns, u32 wakeups)
 	if (!test_and_set_bit(CGE_OVF_QUEUED, &rec->ovf_queued))
 		llist_add(&rec->ovf_node, &cge_ovf_list);
 	rcu_read_unlock();
+	return own;
 }
 
 /**

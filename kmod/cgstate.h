@@ -67,7 +67,7 @@ struct cge_rec *cge_rec_root(void);
 struct cge_rec *cge_rec_get(u64 cgid, u64 parent_cgid);
 struct cge_rec *cge_rec_find(u64 cgid);
 void cge_rec_add(struct cge_rec *rec, const struct cge_stat *delta);
-void cge_cgstate_overflow(u64 cgid, u64 parent_cgid, u64 ns, u32 wakeups);
+bool cge_cgstate_overflow(u64 cgid, u64 parent_cgid, u64 ns, u32 wakeups);
 struct llist_node *cge_cgstate_take_overflows(void);
 void cge_rec_take_overflow(struct cge_rec *rec);
 void cge_cgstate_reap(void);

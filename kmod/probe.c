@@ -3,15 +3,15 @@
  * probe.c - sched_switch tracepoint glue and per-CPU charging.
  *
  * The probe runs inside __schedule() with the runqueue lock held and IRQs
- * off. It touches only this CPU's cge_cpu under a raw spinlock (taken
- * remotely only by the sampler's drain), reads local_clock() once, never
- * allocates, never reads an MSR and records cgroup ids, not references.
+ * off. It touches only this CPU's cge_cpu, reads no clock, never takes a
+ * lock, never allocates, never reads an MSR and records cgroup ids, not
+ * references. The sampler drains each CPU's cache by an IPI to that CPU.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/kernel.h>
 #include <linux/percpu.h>
-#include <linux/spinlock.h>
+#include <linux/smp.h>
 #include <linux/sched.h>
 #include <linux/sched/clock.h>
 #include <linux/cgroup.h>
@@ -24,16 +24,21 @@
 #include "cgstate.h"
 
 struct cge_cpu {
-	raw_spinlock_t lock;
-	bool tracking;		/* CPU online and probe primed */
-	bool cur_idle;		/* the idle task runs now */
-	u64 last_ns;		/* cpu_clock() at the last charge */
-	u64 cur_cgid;		/* cgroup of the task running now */
+	bool tracking;		/* CPU online: charge its time */
+	struct task_struct *cur; /* whose runtime start_rt is; never deref'd */
+	u64 start_rt;		/* cur's sum_exec_runtime, charged up to */
+	u64 busy_ns;		/* CPU time charged since the last drain */
+	u64 drain_ns;		/* local_clock() at the last drain */
 	u64 overflows;		/* charges that took the overflow path */
 	unsigned int hint;	/* slot of the last charge */
 	struct cge_cpu_sample s;
 };
 
+/*
+ * Only ever touched on its own CPU with IRQs off (the probe, the drain IPI,
+ * the hotplug callbacks), or by the sampler while the CPU is offline and
+ * hotplug is held off: no lock is needed.
+ */
 static DEFINE_PER_CPU(struct cge_cpu, cge_cpu);
 static struct tracepoint *cge_tp;
 static enum cpuhp_state cge_hp_state;
@@ -44,34 +49,25 @@ static inline u64 cge_task_cgid(struct task_struct *p)
 }
 
 /*
- * The id of the parent of @cgid, the cgroup @p is in, or 0 if @p is no
- * longer there (or unknown). Looked up only when a slot is created, so the
- * sampler can find the nearest ancestor of a cgroup removed before the drain.
+ * The id of the parent of @p's cgroup, or 0. Looked up only when a slot is
+ * created, so the sampler can find the nearest ancestor of a cgroup removed
+ * before the drain.
  */
-static u64 cge_parent_cgid(struct task_struct *p, u64 cgid)
+static u64 cge_parent_cgid(struct task_struct *p)
 {
-	struct cgroup *cg, *pcg;
+	struct cgroup *pcg = cgroup_parent(task_dfl_cgroup(p));
 
-	if (!p)
-		return 0;
-	cg = task_dfl_cgroup(p);
-	pcg = cgroup_parent(cg);
-	return cgroup_id(cg) == cgid && pcg ? cgroup_id(pcg) : 0;
+	return pcg ? cgroup_id(pcg) : 0;
 }
 
-/*
- * Charge @ns and @wakeups to @cgid in @c's cache; @p, if known, is a task of
- * that cgroup. Lock held.
- */
-static void cge_charge(struct cge_cpu *c, u64 cgid, struct task_struct *p,
+/* Charge @ns and @wakeups to @p's cgroup @cgid in @c's cache. */
+static void cge_charge(struct cge_cpu *c, struct task_struct *p, u64 cgid,
 		       u64 ns, u32 wakeups)
 {
 	struct cge_cpu_sample *s = &c->s;
 	struct cge_slot *sl;
 	unsigned int i;
 
-	if (!ns && !wakeups)
-		return;
 	if (c->hint < s->nr && s->slot[c->hint].cgid == cgid) {
 		sl = &s->slot[c->hint];
 		goto found;
@@ -84,15 +80,20 @@ static void cge_charge(struct cge_cpu *c, u64 cgid, struct task_struct *p,
 		}
 	}
 	if (unlikely(s->nr == CGE_SLOTS)) {
+		u64 parent = cge_parent_cgid(p);
+
 		c->overflows++;
-		cge_cgstate_overflow(cgid, cge_parent_cgid(p, cgid), ns,
-				     wakeups);
+		if (!cge_cgstate_overflow(cgid, parent, ns, wakeups) &&
+		    s->nr_want < CGE_WANTS) {
+			s->want[s->nr_want].cgid = cgid;
+			s->want[s->nr_want++].parent_cgid = parent;
+		}
 		return;
 	}
 	c->hint = s->nr;
 	sl = &s->slot[s->nr++];
 	sl->cgid = cgid;
-	sl->parent_cgid = cge_parent_cgid(p, cgid);
+	sl->parent_cgid = cge_parent_cgid(p);
 	sl->ns = 0;
 	sl->wakeups = 0;
 found:
@@ -100,35 +101,89 @@ found:
 	sl->wakeups += wakeups;
 }
 
-/* Charge the running slice up to @now. Lock held. */
-static void cge_charge_until(struct cge_cpu *c, u64 now, struct task_struct *p)
+/*
+ * Charge @p (running here, not the idle task) its CPU time since it was
+ * switched in or last charged. The scheduler has brought
+ * p->se.sum_exec_runtime up to date before sched_switch fires, for every
+ * scheduling class (update_curr() from dequeue or put_prev_task), and it is
+ * what cpu.stat's usage_usec sums: so the probe reads no clock and agrees
+ * with cpu.stat by construction.
+ */
+static void cge_charge_task(struct cge_cpu *c, struct task_struct *p)
 {
-	u64 delta = now > c->last_ns ? now - c->last_ns : 0;
+	u64 rt = READ_ONCE(p->se.sum_exec_runtime);
+	u64 delta = rt - c->start_rt;
 
-	c->last_ns = now;
-	if (c->cur_idle)
-		c->s.idle_ns += delta;
-	else
-		cge_charge(c, c->cur_cgid, p, delta, 0);
+	c->start_rt = rt;
+	/* Only a task whose start we saw (not one running when we attached). */
+	if (unlikely(p != c->cur)) {
+		c->cur = p;
+		return;
+	}
+	c->busy_ns += delta;
+	cge_charge(c, p, cge_task_cgid(p), delta, 0);
+}
+
+static inline void cge_switch_in(struct cge_cpu *c, struct task_struct *p)
+{
+	c->cur = p;
+	c->start_rt = READ_ONCE(p->se.sum_exec_runtime);
 }
 
 static void notrace cge_probe(CGE_SCHED_SWITCH_ARGS)
 {
 	struct cge_cpu *c = this_cpu_ptr(&cge_cpu);
-	u64 now = local_clock();
-	bool next_idle = is_idle_task(next);
-	u64 cgid = next_idle ? 0 : cge_task_cgid(next);
 
-	raw_spin_lock(&c->lock);
-	if (likely(c->tracking)) {
+	if (unlikely(!c->tracking))
+		return;
+	if (!is_idle_task(prev))
+		cge_charge_task(c, prev);
+	if (!is_idle_task(next)) {
+		cge_switch_in(c, next);
 		/* Leaving the idle task to run a task: one wakeup. */
-		if (c->cur_idle && !next_idle)
-			cge_charge(c, cgid, next, 0, 1);
-		cge_charge_until(c, now, prev);
+		if (is_idle_task(prev))
+			cge_charge(c, next, cge_task_cgid(next), 0, 1);
 	}
-	c->cur_idle = next_idle;
-	c->cur_cgid = cgid;
-	raw_spin_unlock(&c->lock);
+}
+
+/*
+ * Close this CPU's interval: charge the running task up to its last
+ * runtime update, and call idle whatever part of the wall time since the
+ * last drain no task was charged for.
+ */
+static void cge_close_interval(struct cge_cpu *c)
+{
+	u64 now = local_clock();
+	u64 wall = now - c->drain_ns;
+
+	if (!is_idle_task(current))
+		cge_charge_task(c, current);
+	c->s.idle_ns += wall > c->busy_ns ? wall - c->busy_ns : 0;
+	c->busy_ns = 0;
+	c->drain_ns = now;
+}
+
+static void cge_take(struct cge_cpu *c, struct cge_cpu_sample *out)
+{
+	out->idle_ns = c->s.idle_ns;
+	out->nr = c->s.nr;
+	memcpy(out->slot, c->s.slot, c->s.nr * sizeof(c->s.slot[0]));
+	out->nr_want = c->s.nr_want;
+	memcpy(out->want, c->s.want, c->s.nr_want * sizeof(c->s.want[0]));
+	c->s.idle_ns = 0;
+	c->s.nr = 0;
+	c->s.nr_want = 0;
+	c->hint = 0;
+}
+
+/* IPI: on the CPU itself, IRQs off, so the probe cannot interleave. */
+static void cge_drain_local(void *out)
+{
+	struct cge_cpu *c = this_cpu_ptr(&cge_cpu);
+
+	if (c->tracking)
+		cge_close_interval(c);
+	cge_take(c, out);
 }
 
 /**
@@ -136,24 +191,17 @@ static void notrace cge_probe(CGE_SCHED_SWITCH_ARGS)
  * @cpu: any possible CPU
  * @out: receives the charges; the CPU's cache starts empty again
  *
- * Charges the running slice up to now first, so that a long-running task
- * is counted at every sample. Process context.
+ * An online CPU charges its running slice up to now first (to the cgroup
+ * its task is in now), so a long-running task is counted at every sample.
+ * Caller holds cpus_read_lock(). Process context.
  */
 void cge_cpu_drain(unsigned int cpu, struct cge_cpu_sample *out)
 {
-	struct cge_cpu *c = per_cpu_ptr(&cge_cpu, cpu);
-	unsigned long flags;
-
-	raw_spin_lock_irqsave(&c->lock, flags);
-	if (c->tracking)
-		cge_charge_until(c, cpu_clock(cpu), NULL);
-	out->idle_ns = c->s.idle_ns;
-	out->nr = c->s.nr;
-	memcpy(out->slot, c->s.slot, c->s.nr * sizeof(c->s.slot[0]));
-	c->s.idle_ns = 0;
-	c->s.nr = 0;
-	c->hint = 0;
-	raw_spin_unlock_irqrestore(&c->lock, flags);
+	if (cpu_online(cpu) &&
+	    !smp_call_function_single(cpu, cge_drain_local, out, 1))
+		return;
+	/* Offline, and hotplug is held off: nothing runs the probe there. */
+	cge_take(per_cpu_ptr(&cge_cpu, cpu), out);
 }
 
 u64 cge_probe_overflows(void)
@@ -169,31 +217,29 @@ u64 cge_probe_overflows(void)
 /* Runs on @cpu as it comes online: start charging from now. */
 static int cge_cpu_online(unsigned int cpu)
 {
-	struct cge_cpu *c = per_cpu_ptr(&cge_cpu, cpu);
+	struct cge_cpu *c = this_cpu_ptr(&cge_cpu);
 	unsigned long flags;
 
-	raw_spin_lock_irqsave(&c->lock, flags);
-	c->last_ns = local_clock();
-	c->cur_idle = is_idle_task(current);
-	rcu_read_lock();
-	c->cur_cgid = c->cur_idle ? 0 : cge_task_cgid(current);
-	rcu_read_unlock();
+	local_irq_save(flags);
+	c->drain_ns = local_clock();
+	c->busy_ns = 0;
+	cge_switch_in(c, current);
 	c->tracking = true;
-	raw_spin_unlock_irqrestore(&c->lock, flags);
+	local_irq_restore(flags);
 	return 0;
 }
 
 /* Runs on @cpu as it goes offline: charge up to now, then stop. */
 static int cge_cpu_offline(unsigned int cpu)
 {
-	struct cge_cpu *c = per_cpu_ptr(&cge_cpu, cpu);
+	struct cge_cpu *c = this_cpu_ptr(&cge_cpu);
 	unsigned long flags;
 
-	raw_spin_lock_irqsave(&c->lock, flags);
+	local_irq_save(flags);
 	if (c->tracking)
-		cge_charge_until(c, local_clock(), current);
+		cge_close_interval(c);
 	c->tracking = false;
-	raw_spin_unlock_irqrestore(&c->lock, flags);
+	local_irq_restore(flags);
 	return 0;
 }
 
@@ -205,10 +251,7 @@ static void cge_find_tp(struct tracepoint *tp, void *priv)
 
 int cge_probe_init(void)
 {
-	int cpu, ret;
-
-	for_each_possible_cpu(cpu)
-		raw_spin_lock_init(&per_cpu_ptr(&cge_cpu, cpu)->lock);
+	int ret;
 
 	for_each_kernel_tracepoint(cge_find_tp, &cge_tp);
 	if (!cge_tp) {

@@ -22,11 +22,21 @@ struct cge_slot {
 	u32 pad;
 };
 
+/* Cgroups the overflow path met without a record: the sampler makes them. */
+#define CGE_WANTS	16
+
+struct cge_want {
+	u64 cgid;
+	u64 parent_cgid;
+};
+
 /* What one CPU ran since the previous drain. */
 struct cge_cpu_sample {
 	u64 idle_ns;
 	unsigned int nr;
+	unsigned int nr_want;
 	struct cge_slot slot[CGE_SLOTS];
+	struct cge_want want[CGE_WANTS];
 };
 
 int cge_probe_init(void);

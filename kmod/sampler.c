@@ -14,6 +14,7 @@
 #include <linux/topology.h>
 #include <linux/timekeeping.h>
 #include <linux/mutex.h>
+#include <linux/cpu.h>
 
 #include "sampler.h"
 #include "source.h"
@@ -119,6 +120,10 @@ static void cge_drain_pkg(struct cge_pkg *pkg, struct list_head *act,
 			rec->acc_wakeups += sl->wakeups;
 			cge_activate(rec, act, n);
 		}
+		/* Records for cgroups that overflowed, so next time they fit. */
+		for (i = 0; i < cge_cs.nr_want; i++)
+			cge_rec_get(cge_cs.want[i].cgid,
+				    cge_cs.want[i].parent_cgid);
 	}
 }
 
@@ -222,6 +227,7 @@ static void cge_sample_locked(void)
 		cge_cgstate_reap();
 		cge_reap_due_ns = now + CGE_REAP_MS * NSEC_PER_MSEC;
 	}
+	cpus_read_lock();
 	for (p = 0; p < cge_npkg; p++) {
 		n = 0;
 		idle_ns = 0;
@@ -230,6 +236,7 @@ static void cge_sample_locked(void)
 		cge_drain_pkg(&cge_pkgs[p], &act, &n, &idle_ns);
 		cge_split_pkg(&cge_pkgs[p], &act, n, idle_ns);
 	}
+	cpus_read_unlock();
 	cge_sampler_health.samples++;
 	cge_sampler_health.last_sample_ns = ktime_get_ns();
 }

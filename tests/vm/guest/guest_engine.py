@@ -1,0 +1,251 @@
+# SPDX-License-Identifier: GPL-2.0
+"""Core-engine scenarios, run inside the VM by tests/test_engine.py:
+    python3 guest_engine.py cgroup_energy.ko cgwork
+Prints one line 'CGE-RESULT {json}' with the measurements of each scenario;
+the host test asserts on them."""
+import os
+import threading
+import time
+
+from common import (CG, EN, Work, conservation_ok, cpu_usage, dmesg, info,
+                    kv, main_args, mkcg, scenarios, set_param, get_param,
+                    settle, sh, stat)
+
+KO, CGWORK = main_args()
+W = Work(CGWORK)
+ROOT_READS = []
+
+
+def read_root():
+    s = stat()
+    ROOT_READS.append(conservation_ok(s))
+    return s
+
+
+def s_load(ctx):
+    sh(f'insmod {KO}')
+    mounted = EN.is_dir()
+    sh(f'mount -t cgroup_energy none {EN}')
+    return {'mountpoint_created': mounted, 'info': info(),
+            'root_mode': oct(os.stat(EN / 'energy.stat').st_mode & 0o777)}
+
+
+def s_accuracy(ctx):
+    mkcg('acc_busy', 'acc_sleep', 'acc_rt')
+    a = W.start('acc_busy', 'busy', 2)
+    b = W.start('acc_sleep', 'sleeper', 2000, 2)
+    a.wait()
+    b.wait()
+    # A SCHED_FIFO task: the runtime the probe reads is kept by every class.
+    sh(f'chrt -f 10 {CGWORK} -c {CG}/acc_rt busy 0.5')
+    settle()
+    out = {}
+    for cg in ('acc_busy', 'acc_sleep', 'acc_rt'):
+        s = stat(cg)
+        out[cg] = {'ours': s['usage_usec'], 'kernel': cpu_usage(cg),
+                   'wakeups': s['wakeups']}
+    read_root()
+    return out
+
+
+def s_equal_pinned(ctx):
+    mkcg('eq1', 'eq2')
+    a = W.start('eq1', 'busy', 3, cpu=0)
+    b = W.start('eq2', 'busy', 3, cpu=1)
+    a.wait()
+    b.wait()
+    settle()
+    read_root()
+    return {cg: stat(cg) for cg in ('eq1', 'eq2')}
+
+
+def s_twice(ctx):
+    mkcg('tw_x', 'tw_y')
+    ps = [W.start('tw_x', 'busy', 3), W.start('tw_x', 'busy', 3),
+          W.start('tw_y', 'busy', 3)]
+    for p in ps:
+        p.wait()
+    settle()
+    read_root()
+    return {cg: stat(cg) for cg in ('tw_x', 'tw_y')}
+
+
+def s_parent_sum(ctx):
+    mkcg('par/c1', 'par/c2')
+    a = W.start('par/c1', 'busy', 1)
+    b = W.start('par/c2', 'sleeper', 1000, 1.5)
+    a.wait()
+    b.wait()
+    settle()
+    return {cg: stat(cg) for cg in ('par', 'par/c1', 'par/c2')}
+
+
+def s_removed_child(ctx):
+    mkcg('rmp/c')
+    W.run('rmp/c', 'busy', 1)
+    settle()
+    before = stat('rmp')
+    child = stat('rmp/c')
+    recs = info()['records']
+    os.rmdir(CG / 'rmp/c')
+    time.sleep(3.5)         # two reaper passes
+    settle()
+    return {'before': before, 'child': child, 'after': stat('rmp'),
+            'listed': os.listdir(EN / 'rmp'),
+            'records_before': recs, 'records_after': info()['records']}
+
+
+def s_short_lived(ctx):
+    mkcg('short')
+    W.run('short', 'spawn', 300, 2000)
+    settle()
+    return {'ours': stat('short')['usage_usec'], 'kernel': cpu_usage('short')}
+
+
+def s_overflow(ctx):
+    n = 100
+    old = get_param('interval_ms')
+    set_param('interval_ms', 1000)
+    before = info()['cache_overflows']
+    cgs = [f'ovf/o{i}' for i in range(n)]
+    mkcg(*cgs)
+    ps = [W.start(cg, 'sleeper', 20000, 3, cpu=0) for cg in cgs]
+    for p in ps:
+        p.wait()
+    set_param('interval_ms', old)
+    settle()
+    per = [stat(cg) for cg in cgs]
+    return {'overflows': info()['cache_overflows'] - before,
+            'min_usage': min(s['usage_usec'] for s in per),
+            'min_wakeups': min(s['wakeups'] for s in per),
+            'sum_usage': sum(s['usage_usec'] for s in per),
+            'parent': stat('ovf'), 'kernel': cpu_usage('ovf'),
+            'root_ok': conservation_ok(read_root())}
+
+
+def s_permissions(ctx):
+    nobody = 'setpriv --reuid=65534 --regid=65534 --clear-groups'
+    default = sh(f'{nobody} cat {EN}/energy.stat', check=False)
+    sh(f'umount {EN}')
+    sh(f'mount -t cgroup_energy -o mode=0444 none {EN}')
+    allowed = sh(f'{nobody} cat {EN}/energy.stat', check=False)
+    mode = oct(os.stat(EN / 'energy.stat').st_mode & 0o777)
+    sh(f'umount {EN}')
+    sh(f'mount -t cgroup_energy -o gid=65534 none {EN}')
+    by_gid = sh(f'{nobody} cat {EN}/energy.stat', check=False)
+    sh(f'umount {EN}')
+    sh(f'mount -t cgroup_energy none {EN}')
+    return {'default_rc': default.returncode, 'default_err': default.stderr,
+            'mode0444_rc': allowed.returncode, 'mode0444': mode,
+            'gid_rc': by_gid.returncode}
+
+
+def s_namespace(ctx):
+    mkcg('nsroot/inner')
+    p = sh(f"sh -c 'echo $$ > {CG}/nsroot/cgroup.procs; exec unshare -Cm "
+           f"sh -c \"mount -t cgroup_energy none /mnt && ls /mnt && "
+           f"cat /mnt/energy.stat\"'", check=False)
+    return {'rc': p.returncode, 'out': p.stdout, 'err': p.stderr}
+
+
+def s_bad_input(ctx):
+    out = {'params': {}, 'mounts': {}}
+    for name, val in [('interval_ms', 0), ('interval_ms', 10001),
+                      ('interval_ms', 'abc'), ('model_busy_mw', 100),
+                      ('model_idle_mw', 99999), ('split', 'bogus')]:
+        old = get_param(name)
+        ok, err = set_param(name, val)
+        out['params'][f'{name}={val}'] = {'accepted': ok, 'err': err,
+                                          'kept': get_param(name) == old}
+    for opt in ('bogus=1', 'mode=1777', 'uid=abc', 'mode=9'):
+        p = sh(f'mount -t cgroup_energy -o {opt} none /mnt', check=False)
+        out['mounts'][opt] = {'rc': p.returncode, 'err': p.stderr}
+    out['dmesg'] = [ln for ln in dmesg().splitlines() if 'refused' in ln]
+    return out
+
+
+def s_churn(ctx):
+    n = ctx['churn']
+    mkcg('churn')
+    settle()
+    time.sleep(2.5)
+    settle()
+    start = info()
+    stop = threading.Event()
+    reads = {'n': 0, 'bad': 0}
+
+    def reader():
+        while not stop.is_set():
+            for dirpath, _, files in os.walk(EN):
+                for f in files:
+                    if f != 'energy.stat':
+                        continue
+                    try:
+                        s = kv(os.path.join(dirpath, f))
+                        reads['n'] += 1
+                        if 'total_uj' in s and not conservation_ok(s):
+                            reads['bad'] += 1
+                    except OSError:
+                        pass    # a cgroup removed under us
+    t = threading.Thread(target=reader)
+    t.start()
+    t0 = time.time()
+    W.run('churn', 'hop', str(CG / 'churn'), n, 300)
+    churn_s = time.time() - t0
+    stop.set()
+    t.join()
+    time.sleep(3.5)
+    settle()
+    end = info()
+    return {'cgroups': n, 'churn_seconds': round(churn_s, 1),
+            'reads': reads, 'records_start': start['records'],
+            'bytes_start': start['record_bytes'],
+            'records_end': end['records'], 'bytes_end': end['record_bytes'],
+            'usage': stat('churn')['usage_usec'],
+            'kernel': cpu_usage('churn'), 'root_ok': conservation_ok(read_root())}
+
+
+def s_hotplug(ctx):
+    cpu1 = '/sys/devices/system/cpu/cpu1/online'
+    mkcg('hp')
+    sh(f'echo 0 > {cpu1}')
+    W.run('hp', 'busy', 1)
+    r1 = conservation_ok(read_root())
+    sh(f'echo 1 > {cpu1}')
+    a = W.start('hp', 'busy', 1, cpu=1)
+    a.wait()
+    settle()
+    return {'offline_ok': r1, 'online_ok': conservation_ok(read_root()),
+            'usage': stat('hp')['usage_usec'], 'kernel': cpu_usage('hp')}
+
+
+def s_conservation(ctx):
+    for _ in range(200):
+        read_root()
+    return {'reads': len(ROOT_READS), 'exact': sum(ROOT_READS)}
+
+
+def s_unload(ctx):
+    busy = sh('rmmod cgroup_energy', check=False)
+    still = os.path.isdir('/sys/module/cgroup_energy')
+    sh(f'umount {EN}')
+    cycles = 0
+    for _ in range(3):
+        sh('rmmod cgroup_energy')
+        gone = not os.path.exists(EN)
+        sh(f'insmod {KO}')
+        sh(f'mount -t cgroup_energy none {EN}')
+        ok = conservation_ok(stat())
+        sh(f'umount {EN}')
+        cycles += gone and ok
+    sh('rmmod cgroup_energy')
+    return {'busy_rc': busy.returncode, 'busy_err': busy.stderr,
+            'still_loaded': still, 'clean_cycles': cycles}
+
+
+if __name__ == '__main__':
+    ctx = {'churn': int(os.environ.get('CGE_CHURN', 10000))}
+    scenarios([s_load, s_accuracy, s_equal_pinned, s_twice, s_parent_sum,
+               s_removed_child, s_short_lived, s_overflow, s_permissions,
+               s_namespace, s_bad_input, s_churn, s_hotplug, s_conservation,
+               s_unload], ctx)

@@ -1,0 +1,147 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * cgwork - small, cheap workloads for the VM tests (a python process per
+ * cgroup is too heavy under TCG).
+ *
+ *   cgwork [-c CGROUP_DIR] [-p CPU] busy SECONDS
+ *   cgwork [-c CGROUP_DIR] [-p CPU] sleeper PERIOD_US SECONDS
+ *   cgwork [-c CGROUP_DIR] [-p CPU] spawn N BUSY_US
+ *   cgwork [-c CGROUP_DIR] [-p CPU] hop BASE_DIR N BUSY_US
+ *
+ * -c moves the process into the cgroup first, -p pins it to one CPU.
+ * hop creates BASE_DIR/hN, runs BUSY_US in it, moves back and removes it, N
+ * times: cgroup churn without a process per cgroup.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void spin_for(double sec)
+{
+	double end = now() + sec;
+	volatile unsigned long x = 0;
+
+	while (now() < end)
+		for (int i = 0; i < 1000; i++)
+			x++;
+}
+
+static int join(const char *dir)
+{
+	char path[4096], pid[32];
+	int fd, n;
+
+	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
+	fd = open(path, O_WRONLY);
+	if (fd < 0) {
+		perror(path);
+		return -1;
+	}
+	n = snprintf(pid, sizeof(pid), "%d\n", getpid());
+	if (write(fd, pid, n) != n) {
+		perror(path);
+		close(fd);
+		return -1;
+	}
+	return close(fd);
+}
+
+static int pin(int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	return sched_setaffinity(0, sizeof(set), &set);
+}
+
+static int hop(const char *base, long n, long busy_us)
+{
+	char dir[4096];
+
+	for (long i = 0; i < n; i++) {
+		snprintf(dir, sizeof(dir), "%s/h%ld", base, i);
+		if (mkdir(dir, 0755) && errno != EEXIST) {
+			perror(dir);
+			return 1;
+		}
+		if (join(dir))
+			return 1;
+		spin_for(busy_us / 1e6);
+		if (join(base))
+			return 1;
+		if (rmdir(dir)) {
+			perror(dir);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	int opt;
+
+	while ((opt = getopt(argc, argv, "+c:p:")) != -1) {
+		if (opt == 'c' && join(optarg))
+			return 1;
+		if (opt == 'p' && pin(atoi(optarg))) {
+			perror("sched_setaffinity");
+			return 1;
+		}
+		if (opt == '?')
+			return 2;
+	}
+	argc -= optind;
+	argv += optind;
+	if (argc >= 2 && !strcmp(argv[0], "busy")) {
+		spin_for(atof(argv[1]));
+		return 0;
+	}
+	if (argc >= 3 && !strcmp(argv[0], "sleeper")) {
+		double end = now() + atof(argv[2]);
+		long period = atol(argv[1]);
+
+		while (now() < end)
+			usleep(period);
+		return 0;
+	}
+	if (argc >= 3 && !strcmp(argv[0], "spawn")) {
+		long n = atol(argv[1]), busy = atol(argv[2]);
+
+		for (long i = 0; i < n; i++) {
+			pid_t p = fork();
+
+			if (p < 0) {
+				perror("fork");
+				return 1;
+			}
+			if (!p) {
+				spin_for(busy / 1e6);
+				_exit(0);
+			}
+			waitpid(p, NULL, 0);
+		}
+		return 0;
+	}
+	if (argc >= 4 && !strcmp(argv[0], "hop"))
+		return hop(argv[1], atol(argv[2]), atol(argv[3]));
+	fprintf(stderr, "usage: cgwork [-c CGROUP] [-p CPU] busy SEC | sleeper PERIOD_US SEC | spawn N BUSY_US | hop BASE N BUSY_US\n");
+	return 2;
+}
