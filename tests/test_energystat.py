@@ -322,7 +322,7 @@ def test_missing_file_and_odd_entries(tool, tree):
     m = rowmap(r.out)
     assert len(m) == 6
     err = r.err
-    assert f"energystat: cannot read {root}/empty.slice/energy.stat: No such file or directory\n" in err
+    assert f"energystat: {root}/empty.slice/energy.stat: No such file or directory\n" in err
     assert f"energystat: {root}/fifo.slice/energy.stat: not a regular file\n" in err
     assert f"energystat: {root}/dir.slice/energy.stat: not a regular file\n" in err
 
@@ -425,8 +425,8 @@ def test_permission_denied(tool, public_tree):
     os.chmod(os.path.join(t.path, "b.slice"), 0o700)
     r = run(tool, "--root", t.path, check_rc=1, preexec_fn=as_nobody)
     assert list(rowmap(r.out)) == ["/"]
-    assert f"cannot read {t.path}/a.slice/energy.stat: Permission denied " \
-           "(the mount options gid= and mode= say who may)" in r.err
+    assert f"energystat: {t.path}/a.slice/energy.stat: permission denied (the " \
+           "mount options gid= and mode= say who may read energy.stat)\n" in r.err
     assert f"cannot list {t.path}/b.slice: Permission denied" in r.err
     os.chmod(t.path, 0o700)
     r = run(tool, "--root", t.path, check_rc=2, preexec_fn=as_nobody)
@@ -674,6 +674,28 @@ def test_live_tree_goes_and_comes_back(tool, tree):
     rc, rest, err = live.finish()
     assert rc == 1
     assert f"energystat: nothing mounted on {tree.path}" in err
+
+
+def test_live_key_new_in_sample_has_null_rate(tool, tree):
+    """A key missing from the previous sample of a known cgroup: no rate."""
+    live = Live(tool, "--root", tree.path, "--json", "-n", "1")
+    time.sleep(0.1)
+    tree.add("/user.slice", energy_uj=2_500_000, usage_usec=3_000_000,
+             wakeups=400, impact_usec=3_000_000, package_uj=7)
+    doc = live.doc()
+    assert 0.8 < doc["interval_s"] < 1.5  # -n alone: 1 s
+    r = rates(doc)["/user.slice"]
+    assert r == {"cpu_percent": 0, "power_w": 0, "wakeups_per_s": 0,
+                 "impact": 0, "package_w": None}
+    assert live.finish()[0] == 0
+
+
+def test_info_repeated_and_junk_lines(tool, tree):
+    with open(os.path.join(tree.path, "energy.info"), "wb") as f:
+        f.write(b"source rapl\nsource model\n\x00bad\nBad key\nlonely\n"
+                b"domains  package\tdram  \n")
+    doc = json.loads(run(tool, "--root", tree.path, "--json", check_rc=0).out)
+    assert doc["info"] == {"source": "rapl", "domains": "package dram"}
 
 
 def test_live_table(tool, tree):

@@ -68,13 +68,18 @@ static void usage(FILE *f)
 		PROG, CGE_CGROUP_ROOT, CGE_MOUNT_POINT, CGE_MOUNT_POINT);
 }
 
-static int usage_error(const char *fmt, const char *arg)
+/* msg may hold one %s, replaced by arg (escaped); arg NULL: msg as is. */
+static int usage_error(const char *msg, const char *arg)
 {
 	char shown[256];
 
-	esc_term(shown, sizeof(shown), arg ? arg : "");
 	fprintf(stderr, "%s: ", PROG);
-	fprintf(stderr, fmt, shown);
+	if (arg) {
+		esc_term(shown, sizeof(shown), arg);
+		fprintf(stderr, msg, shown);
+	} else {
+		fputs(msg, stderr);
+	}
 	fprintf(stderr, " (see %s --help)\n", PROG);
 	return EXIT_NOTHING;
 }
@@ -171,14 +176,14 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			enum format f = c == OPT_JSON ? FMT_JSON : FMT_PROM;
 
 			if (o->fmt != FMT_TABLE && o->fmt != f)
-				return usage_error("%s--json and --prometheus exclude "
-						   "each other", "");
+				return usage_error("--json and --prometheus exclude "
+						   "each other", NULL);
 			o->fmt = f;
 			break;
 		}
 		case 'r':
 			if (!*optarg)
-				return usage_error("empty --root%s", "");
+				return usage_error("empty --root", NULL);
 			o->root = optarg;
 			break;
 		case 'h':
@@ -195,8 +200,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		}
 	}
 	if (o->live && o->fmt == FMT_PROM)
-		return usage_error("%s--prometheus prints counters and cannot be "
-				   "used with -i/-n: Prometheus computes the rates", "");
+		return usage_error("--prometheus prints counters and cannot be "
+				   "used with -i/-n: Prometheus computes the rates", NULL);
 	o->args = argv + optind;
 	o->nargs = argc - optind;
 	return -1;

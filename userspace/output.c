@@ -7,6 +7,7 @@
  * then by the sort key, largest first (cgroups without a rate yet after those
  * with one), then by path; --sort path gives tree order.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -76,7 +77,7 @@ static struct row *make_rows(const struct view *v, size_t *n)
 		if (v->sort != SORT_PATH) {
 			if (!r->r)
 				r->u = node->st.v[k];
-			else if (r->r->valid)
+			else if (r->r->valid && !isnan(r->r->r[k]))
 				r->dv = r->r->r[k];
 			else
 				r->has = 0;
@@ -113,7 +114,7 @@ static void format_cell(char *buf, const struct row *r, int col)
 				 (unsigned long long)r->n->st.v[k]);
 		else
 			fmt_fixed(buf, CELL, r->n->st.v[k], 6, 3);
-	} else if (!r->r->valid) {
+	} else if (!r->r->valid || isnan(r->r->r[k])) {
 		snprintf(buf, CELL, "-");
 	} else {
 		snprintf(buf, CELL, k == K_ENERGY_UJ ? "%.3f" : "%.1f", r->r->r[k]);
@@ -176,8 +177,11 @@ static void json_rates(FILE *f, const struct row *r)
 	for (int k = 0; k < NKEYS; k++) {
 		if (!stat_has(&r->n->st, k))
 			continue;
-		fprintf(f, "%s\"%s\":%.6f", first ? "" : ",", key_table[k].rate,
-			r->r->r[k]);
+		fprintf(f, "%s\"%s\":", first ? "" : ",", key_table[k].rate);
+		if (isnan(r->r->r[k]))
+			fputs("null", f);	/* the key is new in this sample */
+		else
+			fprintf(f, "%.6f", r->r->r[k]);
 		first = false;
 	}
 	fputc('}', f);

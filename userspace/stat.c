@@ -138,6 +138,14 @@ int stat_parse(const char *buf, size_t len, struct cg_stat *st,
 	return 0;
 }
 
+static bool info_has(const struct info *info, const char *key, size_t n)
+{
+	for (size_t i = 0; i < info->n; i++)
+		if (strlen(info->kv[i].key) == n && memcmp(info->kv[i].key, key, n) == 0)
+			return true;
+	return false;
+}
+
 /*
  * energy.info is informational: lines that are not "key words..." with
  * printable ASCII are skipped rather than reported.
@@ -172,8 +180,8 @@ void info_parse(const char *buf, size_t len, struct info *info)
 
 		while (vend > i && (p[vend - 1] == ' ' || p[vend - 1] == '\t'))
 			vend--;
-		if (vend == i)
-			continue;
+		if (vend == i || info_has(info, p, k))
+			continue;	/* no value, or a repeated key: first wins */
 
 		struct info_kv *kv = realloc(info->kv, (info->n + 1) * sizeof(*kv));
 

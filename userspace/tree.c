@@ -22,6 +22,8 @@
 #define MAX_WALK_DEPTH	256	/* a DIR stays open per level: bounded fds */
 #define MODULE_SYSFS	"/sys/module/" CGE_MODULE_NAME
 #define MSG_PATH	512	/* escaped paths in messages */
+#define STR_(x)		#x
+#define STR(x)		STR_(x)
 
 /* "/" or "/a/b" from any spelling; NULL when ".." climbs above the top. */
 char *path_normalize(const char *in)
@@ -192,9 +194,12 @@ static int read_root(const struct tree *t, char *buf, size_t *len)
 	char path[PATH_MAX + 32];
 	struct stat sb;
 
-	if (stat(*t->root ? t->root : "/", &sb) < 0 ||
-	    (!S_ISDIR(sb.st_mode) && (errno = ENOTDIR))) {
+	if (stat(*t->root ? t->root : "/", &sb) < 0) {
 		diagnose_root(t, true, errno);
+		return -1;
+	}
+	if (!S_ISDIR(sb.st_mode)) {
+		diagnose_root(t, true, ENOTDIR);
 		return -1;
 	}
 	snprintf(path, sizeof(path), "%s/%s", t->root, CGE_STAT_FILE);
@@ -290,18 +295,47 @@ static bool parse_reported(struct diag *d, const char *file, const char *buf,
 	return false;
 }
 
+/* Report a problem with the file or directory now in w->buf. */
+static void walk_error(struct walker *w, const char *what, unsigned int line)
+{
+	char shown[MSG_PATH];
+
+	esc_term(shown, sizeof(shown), *w->buf ? w->buf : "/");
+	if (line)
+		diag_error(w->d, "%s:%u: %s", shown, line, what);
+	else
+		diag_error(w->d, "%s: %s", shown, what);
+}
+
+static const char *read_error(int err)
+{
+	switch (err) {
+	case EACCES:
+	case EPERM:
+		return "permission denied (the mount options gid= and mode= say "
+		       "who may read energy.stat)";
+	case EFBIG:
+		return "file too large";
+	case EINVAL:
+		return "not a regular file";
+	default:
+		return strerror(err);
+	}
+}
+
 /* Read the energy.stat of the directory in w->buf[0..len). */
 static void read_node(struct walker *w, size_t len, unsigned int depth)
 {
-	const char *rel = len == w->rootlen ? "/" : w->buf + w->rootlen;
 	char text[STAT_MAX_FILE];
-	char shown[MSG_PATH];
+	struct parse_err pe;
+	struct cg_stat st;
+	struct cg_node *n;
+	bool ok = false;
 	size_t tlen;
 	int err;
 
 	if (len == w->rootlen) {	/* the root: read once by sample_take */
-		struct cg_node *n = node_add(w->s, "/", 0);
-
+		n = node_add(w->s, "/", 0);
 		if (n) {
 			n->st = w->s->root;
 			n->ok = w->s->root.present != 0;
@@ -310,29 +344,28 @@ static void read_node(struct walker *w, size_t len, unsigned int depth)
 	}
 	snprintf(w->buf + len, sizeof(w->buf) - len, "/%s", CGE_STAT_FILE);
 	err = read_small_file(w->buf, text, sizeof(text), &tlen);
-	esc_term(shown, sizeof(shown), w->buf);
+	if (err == ENOENT) {
+		w->buf[len] = '\0';
+		if (access(w->buf, F_OK) < 0)
+			return;	/* the cgroup went away meanwhile */
+		w->buf[len] = '/';
+	}
+	if (err)
+		walk_error(w, read_error(err), 0);
+	else if (stat_parse(text, tlen, &st, &pe) < 0)
+		walk_error(w, pe.msg, pe.line);
+	else
+		ok = true;
 	w->buf[len] = '\0';
-	if (err == ENOENT && access(w->buf, F_OK) < 0)
-		return;	/* the cgroup went away meanwhile */
 
-	struct cg_node *n = node_add(w->s, rel, depth);
-
+	n = node_add(w->s, w->buf + w->rootlen, depth);
 	if (!n) {
 		diag_error(w->d, "out of memory");
 		return;
 	}
-	if (err == EACCES || err == EPERM)
-		diag_error(w->d, "cannot read %s: %s (the mount options gid= and "
-			   "mode= say who may)", shown, strerror(err));
-	else if (err == EFBIG)
-		diag_error(w->d, "%s: file too large (over %d bytes)", shown,
-			   STAT_MAX_FILE);
-	else if (err == EINVAL)
-		diag_error(w->d, "%s: not a regular file", shown);
-	else if (err)
-		diag_error(w->d, "cannot read %s: %s", shown, strerror(err));
-	else
-		n->ok = parse_reported(w->d, shown, text, tlen, &n->st);
+	n->ok = ok;
+	if (ok)
+		n->st = st;
 }
 
 static bool is_subdir(DIR *dir, const struct dirent *de)
@@ -347,10 +380,17 @@ static bool is_subdir(DIR *dir, const struct dirent *de)
 	       S_ISDIR(sb.st_mode);
 }
 
+static void list_error(struct walker *w, int err)
+{
+	char shown[MSG_PATH];
+
+	esc_term(shown, sizeof(shown), *w->buf ? w->buf : "/");
+	diag_error(w->d, "cannot list %s: %s", shown, strerror(err));
+}
+
 static void walk(struct walker *w, size_t len, unsigned int depth,
 		 unsigned int below)
 {
-	char shown[MSG_PATH];
 	struct dirent *de;
 	DIR *dir;
 	int fd;
@@ -358,10 +398,9 @@ static void walk(struct walker *w, size_t len, unsigned int depth,
 	read_node(w, len, depth);
 	if (w->t->max_depth >= 0 && below >= (unsigned int)w->t->max_depth)
 		return;
-	esc_term(shown, sizeof(shown), *w->buf ? w->buf : "/");
 	if (depth >= MAX_WALK_DEPTH) {
-		diag_error(w->d, "%s: deeper than %d levels, not descending",
-			   shown, MAX_WALK_DEPTH);
+		walk_error(w, "deeper than " STR(MAX_WALK_DEPTH)
+			   " levels, not descending", 0);
 		return;
 	}
 	/* the root itself may be a symlink (--root); nothing below it */
@@ -369,12 +408,12 @@ static void walk(struct walker *w, size_t len, unsigned int depth,
 		  (len == w->rootlen ? 0 : O_NOFOLLOW));
 	if (fd < 0) {
 		if (errno != ENOENT)
-			diag_error(w->d, "cannot list %s: %s", shown, strerror(errno));
+			list_error(w, errno);
 		return;
 	}
 	dir = fdopendir(fd);
 	if (!dir) {
-		diag_error(w->d, "cannot list %s: %s", shown, strerror(errno));
+		list_error(w, errno);
 		close(fd);
 		return;
 	}
@@ -386,8 +425,7 @@ static void walk(struct walker *w, size_t len, unsigned int depth,
 			continue;
 		if (len + 1 + nlen + sizeof("/" CGE_STAT_FILE) > sizeof(w->buf) ||
 		    len + 1 + nlen >= PATH_MAX) {
-			diag_error(w->d, "%s: a subdirectory's path is too long",
-				   shown);
+			walk_error(w, "a subdirectory's path is too long", 0);
 			continue;
 		}
 		w->buf[len] = '/';
@@ -396,7 +434,7 @@ static void walk(struct walker *w, size_t len, unsigned int depth,
 		w->buf[len] = '\0';
 	}
 	if (errno)
-		diag_error(w->d, "cannot list %s: %s", shown, strerror(errno));
+		list_error(w, errno);
 	closedir(dir);
 }
 
