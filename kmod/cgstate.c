@@ -24,6 +24,7 @@
 #define CGE_DEAD_PASSES		2
 #define CGE_OVF_QUEUED		0
 
+/* Record tree, hash writers, totals: the sampler and readers. */
 DEFINE_MUTEX(cge_lock);
 struct cge_root_stat cge_root_stat;
 
@@ -178,7 +179,8 @@ bool cge_cgstate_overflow(u64 cgid, u64 parent_cgid, u64 ns, u32 wakeups)
 	struct cge_rec *rec, *own;
 
 	rcu_read_lock();
-	rec = own = cge_rec_find(cgid);
+	own = cge_rec_find(cgid);
+	rec = own;
 	if (!rec && parent_cgid)
 		rec = cge_rec_find(parent_cgid);
 	if (!rec)
@@ -206,6 +208,7 @@ struct llist_node *cge_cgstate_take_overflows(void)
 void cge_rec_take_overflow(struct cge_rec *rec)
 {
 	clear_bit(CGE_OVF_QUEUED, &rec->ovf_queued);
+	/* Clear before taking: a charge added after the take re-queues. */
 	smp_mb__after_atomic();
 	rec->acc_ns += atomic64_xchg(&rec->ovf_ns, 0);
 	rec->acc_wakeups += atomic_xchg(&rec->ovf_wakeups, 0);

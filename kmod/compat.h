@@ -37,15 +37,17 @@ static inline const char *cge_kn_name(struct kernfs_node *kn)
 	return kn->name;
 }
 
-/* Inode timestamps: direct fields before 6.6, accessors since. */
+/* Inode timestamps: direct fields before 6.6, accessors since 6.7. */
 static inline void cge_inode_touch(struct inode *inode)
 {
 #if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 7, 0)
 	simple_inode_init_ts(inode);
-#elif LINUX_VERSION_CODE >= KERNEL_VERSION(6, 6, 0)
-	inode->i_mtime = inode->i_atime = inode_set_ctime_current(inode);
 #else
-	inode->i_atime = inode->i_mtime = inode->i_ctime = current_time(inode);
+	struct timespec64 now = current_time(inode);
+
+	inode->i_atime = now;
+	inode->i_mtime = now;
+	inode->i_ctime = now;
 #endif
 }
 

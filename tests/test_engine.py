@@ -1,0 +1,162 @@
+# SPDX-License-Identifier: GPL-2.0
+"""Core engine in a VM: accounting against cpu.stat, the energy split,
+hierarchy, lifetime, overflow, permissions, namespaces, bad input, churn,
+hotplug, unload. One boot runs tests/vm/guest/guest_engine.py; each test
+asserts on one scenario's measurements, with numeric tolerances."""
+import os
+
+import pytest
+
+from workload import cgwork, guest_json
+
+CHURN = int(os.environ.get('CGE_CHURN', 10000))
+
+
+@pytest.fixture(scope='module')
+def res(vm, vm_flavour, cge_ko):
+    tool = cgwork()
+    r = vm.run({'run': f'CGE_CHURN={CHURN} /usr/bin/python3 '
+                f'tests/vm/guest/guest_engine.py {cge_ko} {tool}'},
+               flavour=vm_flavour, timeout=1200)
+    return guest_json(r)
+
+
+def ok(res, name):
+    r = res[name]
+    assert 'error' not in r, r['error']
+    return r
+
+
+def close(ours, kernel, rel, abs_usec):
+    return abs(ours - kernel) <= max(rel * kernel, abs_usec)
+
+
+def test_load_and_mount(res):
+    r = ok(res, 's_load')
+    assert r['mountpoint_created']
+    assert r['info']['source'] == 'model'     # QEMU has no RAPL
+    assert r['info']['interval_ms'] == 100
+    assert r['root_mode'] == '0o440'
+
+
+@pytest.mark.parametrize('cg', ['acc_busy', 'acc_sleep', 'acc_rt'])
+def test_usage_matches_cpu_stat(res, cg):
+    r = ok(res, 's_accuracy')[cg]
+    assert r['kernel'] > 0
+    assert close(r['ours'], r['kernel'], 0.03, 30000), r
+
+
+def test_sleeper_counts_wakeups(res):
+    r = ok(res, 's_accuracy')
+    # 2 ms sleeps for 2 s: hundreds of wakeups; a busy loop: a handful.
+    assert r['acc_sleep']['wakeups'] >= 200
+    assert r['acc_busy']['wakeups'] <= 20
+
+
+def test_equal_loads_equal_energy(res):
+    r = ok(res, 's_equal_pinned')
+    e1, e2 = r['eq1']['energy_uj'], r['eq2']['energy_uj']
+    assert e1 > 0 and e2 > 0
+    assert abs(e1 - e2) <= 0.10 * max(e1, e2), r
+
+
+def test_twice_the_time_twice_the_energy(res):
+    r = ok(res, 's_twice')
+    x, y = r['tw_x'], r['tw_y']
+    t_ratio = x['usage_usec'] / y['usage_usec']
+    e_ratio = x['energy_uj'] / y['energy_uj']
+    assert 1.6 <= t_ratio <= 2.4, r           # the premise: 2 loops vs 1
+    assert abs(e_ratio / t_ratio - 1) <= 0.20, (e_ratio, t_ratio)
+
+
+def test_parent_is_sum_of_children(res):
+    r = ok(res, 's_parent_sum')
+    p, c1, c2 = r['par'], r['par/c1'], r['par/c2']
+    assert c1['energy_uj'] > 0 and c2['energy_uj'] > 0
+    assert p['energy_uj'] == c1['energy_uj'] + c2['energy_uj']
+    assert p['wakeups'] == c1['wakeups'] + c2['wakeups']
+    # usage_usec is rounded down per cgroup from nanoseconds
+    assert 0 <= p['usage_usec'] - (c1['usage_usec'] + c2['usage_usec']) <= 1
+
+
+def test_removed_child_energy_stays_in_parent(res):
+    r = ok(res, 's_removed_child')
+    assert r['child']['energy_uj'] > 0
+    assert r['after']['energy_uj'] == r['before']['energy_uj']
+    assert r['after']['usage_usec'] == r['before']['usage_usec']
+    assert 'c' not in r['listed']
+
+
+def test_short_lived_processes_counted(res):
+    r = ok(res, 's_short_lived')
+    assert close(r['ours'], r['kernel'], 0.10, 0), r
+
+
+def test_overflow_loses_nothing(res):
+    r = ok(res, 's_overflow')
+    assert r['overflows'] > 0                 # 100 cgroups > 32 slots
+    assert r['root_ok']
+    # The subtree's time is all there, and every child got a record.
+    assert close(r['parent']['usage_usec'], r['kernel'], 0.10, 30000), r
+    assert r['min_usage'] > 0
+
+
+def test_permissions(res):
+    r = ok(res, 's_permissions')
+    assert r['default_rc'] != 0 and 'Permission denied' in r['default_err']
+    assert r['mode0444_rc'] == 0 and r['mode0444'] == '0o444'
+    assert r['gid_rc'] == 0
+
+
+def test_namespace_sees_its_subtree(res):
+    r = ok(res, 's_namespace')
+    assert r['rc'] == 0, r['err']
+    lines = r['out'].splitlines()
+    assert lines[:3] == ['energy.info', 'energy.stat', 'inner']
+    assert 'total_uj' not in r['out']         # not the real root
+    assert not {'acc_busy', 'eq1', 'par'} & set(lines)
+
+
+def test_bad_parameters_refused(res):
+    r = ok(res, 's_bad_input')
+    for what, p in r['params'].items():
+        assert not p['accepted'], what
+        assert p['err'] == 'Invalid argument', what
+        assert p['kept'], what
+    assert any('refused interval_ms=0' in ln for ln in r['dmesg'])
+
+
+def test_bad_mount_options_refused(res):
+    r = ok(res, 's_bad_input')
+    for opt, m in r['mounts'].items():
+        assert m['rc'] != 0, opt
+    for opt in ('bogus', 'mode=1777', 'uid=abc'):
+        assert any(f'mount option {opt}' in ln for ln in r['dmesg']), opt
+
+
+def test_churn_with_reader(res):
+    r = ok(res, 's_churn')
+    assert r['root_ok']
+    assert r['reads']['n'] > 0 and r['reads']['bad'] == 0
+    assert close(r['usage'], r['kernel'], 0.03, 30000), r
+    # Records of removed cgroups are freed: back within 5% of the start.
+    assert r['records_end'] <= r['records_start'] * 1.05 + 1, r
+    assert r['bytes_end'] <= r['bytes_start'] * 1.05 + 256, r
+
+
+def test_hotplug_keeps_conservation(res):
+    r = ok(res, 's_hotplug')
+    assert r['offline_ok'] and r['online_ok']
+    assert close(r['usage'], r['kernel'], 0.03, 30000), r
+
+
+def test_root_conservation_exact(res):
+    r = ok(res, 's_conservation')
+    assert r['reads'] >= 200 and r['exact'] == r['reads']
+
+
+def test_unload(res):
+    r = ok(res, 's_unload')
+    assert r['busy_rc'] != 0 and 'in use' in r['busy_err']
+    assert r['still_loaded']
+    assert r['clean_cycles'] == 3
