@@ -161,10 +161,10 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		case 's': {
 			size_t k;
 
-			for (k = 0; k < sizeof(sorts) / sizeof(sorts[0]); k++)
+			for (k = 0; k < ARRAY_SIZE(sorts); k++)
 				if (strcmp(optarg, sorts[k]) == 0)
 					break;
-			if (k == sizeof(sorts) / sizeof(sorts[0]))
+			if (k == ARRAY_SIZE(sorts))
 				return usage_error("invalid sort key '%s': expected "
 						   "energy, cpu, wakeups, impact or path",
 						   optarg);

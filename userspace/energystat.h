@@ -21,6 +21,7 @@
 #include "cgroup_energy.h"
 
 #define PROG "energystat"
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
 /* ---- energy.stat keys ------------------------------------------------ */
 

@@ -85,9 +85,9 @@ unsigned int cp_width(uint32_t c)
 {{
 	if (c < 0x300)
 		return 1;
-	if (in_table(zero, sizeof(zero) / sizeof(zero[0]), c))
+	if (in_table(zero, ARRAY_SIZE(zero), c))
 		return 0;
-	if (in_table(wide, sizeof(wide) / sizeof(wide[0]), c))
+	if (in_table(wide, ARRAY_SIZE(wide), c))
 		return 2;
 	return 1;
 }}""")

@@ -304,7 +304,7 @@ void out_prometheus(FILE *f, const struct view *v)
 
 	if (!rows)
 		return;
-	for (size_t m = 0; m < sizeof(cg_metrics) / sizeof(cg_metrics[0]); m++) {
+	for (size_t m = 0; m < ARRAY_SIZE(cg_metrics); m++) {
 		const struct metric *mt = &cg_metrics[m];
 
 		prom_head(f, mt->name, "counter", mt->help);
@@ -315,7 +315,7 @@ void out_prometheus(FILE *f, const struct view *v)
 
 	any = false;
 	for (size_t i = 0; i < n; i++)
-		for (size_t d = 0; d < sizeof(domains) / sizeof(domains[0]); d++)
+		for (size_t d = 0; d < ARRAY_SIZE(domains); d++)
 			any |= stat_has(&rows[i].n->st, domains[d].key);
 	if (any) {
 		const char *name = "cgroup_energy_domain_joules_total";
@@ -323,7 +323,7 @@ void out_prometheus(FILE *f, const struct view *v)
 		prom_head(f, name, "counter",
 			  "Energy attributed to the cgroup per RAPL domain, joules.");
 		for (size_t i = 0; i < n; i++)
-			for (size_t d = 0; d < sizeof(domains) / sizeof(domains[0]); d++)
+			for (size_t d = 0; d < ARRAY_SIZE(domains); d++)
 				if (stat_has(&rows[i].n->st, domains[d].key))
 					prom_sample(f, name, rows[i].n->path,
 						    domains[d].domain,
@@ -333,7 +333,7 @@ void out_prometheus(FILE *f, const struct view *v)
 	for (size_t i = 0; i < n; i++)
 		if (strcmp(rows[i].n->path, "/") == 0)
 			root = rows[i].n;
-	for (size_t m = 0; root && m < sizeof(root_metrics) / sizeof(root_metrics[0]); m++) {
+	for (size_t m = 0; root && m < ARRAY_SIZE(root_metrics); m++) {
 		const struct metric *mt = &root_metrics[m];
 
 		if (!stat_has(&root->st, mt->key))
@@ -343,7 +343,7 @@ void out_prometheus(FILE *f, const struct view *v)
 	}
 
 	any = false;
-	for (size_t l = 0; l < sizeof(info_labels) / sizeof(info_labels[0]); l++)
+	for (size_t l = 0; l < ARRAY_SIZE(info_labels); l++)
 		any |= info_get(&v->s->info, info_labels[l]) != NULL;
 	if (any) {
 		bool first = true;
@@ -351,7 +351,7 @@ void out_prometheus(FILE *f, const struct view *v)
 		prom_head(f, "cgroup_energy_info", "gauge",
 			  "The energy source in use (energy.info); always 1.");
 		fputs("cgroup_energy_info{", f);
-		for (size_t l = 0; l < sizeof(info_labels) / sizeof(info_labels[0]); l++) {
+		for (size_t l = 0; l < ARRAY_SIZE(info_labels); l++) {
 			const char *val = info_get(&v->s->info, info_labels[l]);
 
 			if (!val)

@@ -89,7 +89,7 @@ char *path_resolve(const char *arg, const char *root)
 
 	if (!norm || arg[0] != '/')
 		return norm;
-	for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++) {
+	for (size_t i = 0; i < ARRAY_SIZE(prefixes); i++) {
 		const char *rest;
 
 		if (!prefixes[i] || strcmp(prefixes[i], "/") == 0)
