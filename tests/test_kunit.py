@@ -13,7 +13,9 @@ import functools
 import json
 import os
 import re
+import shutil
 import subprocess
+import tempfile
 import time
 
 import pytest
@@ -51,13 +53,14 @@ def _flatten(group, prefix=""):
 def run_kunit():
     """Build and run the suites once; return (rc, cases, log tail, secs)."""
     os.makedirs(OUT, exist_ok=True)
-    for f in (JSON, LOG):
-        if os.path.exists(f):
-            os.unlink(f)
+    # per-run files, so that concurrent runs in one clone do not mix
+    tmp = tempfile.mkdtemp(prefix=".run.", dir=OUT)
+    log_path = os.path.join(tmp, "kunit.log")
+    json_path = os.path.join(tmp, "results.json")
     start = time.monotonic()
     try:
-        with open(LOG, "w", encoding="utf-8") as log:
-            rc = subprocess.run(["sh", RUNNER, "--json", JSON], cwd=REPO,
+        with open(log_path, "w", encoding="utf-8") as log:
+            rc = subprocess.run(["sh", RUNNER, "--json", json_path], cwd=REPO,
                                 stdout=log, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, timeout=TIMEOUT,
                                 check=False).returncode
@@ -65,15 +68,21 @@ def run_kunit():
         rc = "timeout after %ds" % TIMEOUT
     secs = time.monotonic() - start
     cases = []
-    if os.path.exists(JSON):
+    if os.path.exists(json_path):
         try:
-            with open(JSON, encoding="utf-8") as fh:
+            with open(json_path, encoding="utf-8") as fh:
                 cases = _flatten(json.load(fh))
         except (OSError, ValueError) as e:
             cases = []
             rc = "unreadable JSON: %s" % e
-    with open(LOG, encoding="utf-8", errors="replace") as fh:
+    with open(log_path, encoding="utf-8", errors="replace") as fh:
         tail = "".join(fh.readlines()[-60:])
+    os.replace(log_path, LOG)
+    if os.path.exists(json_path):
+        os.replace(json_path, JSON)
+    elif os.path.exists(JSON):
+        os.unlink(JSON)         # no stale results next to a failed run's log
+    shutil.rmtree(tmp, ignore_errors=True)
     return rc, tuple(cases), tail, secs
 
 
