@@ -277,6 +277,15 @@ bool cge_cgstate_read_locked(u64 cgid, struct cge_stat *out)
 	return rec;
 }
 
+/*
+ * Whether cgroup v2 is in use: without it (a v1-only host) every task sits
+ * in the default hierarchy's root and is charged there.
+ */
+bool cge_cgstate_v2_in_use(void)
+{
+	return READ_ONCE(cgrp_dfl_root.cgrp.nr_descendants) > 0;
+}
+
 /* Live records and the bytes they use. cge_lock held. */
 void cge_cgstate_usage(u64 *records, u64 *bytes)
 {

@@ -74,5 +74,6 @@ void cge_cgstate_reap(void);
 bool cge_cgstate_read_locked(u64 cgid, struct cge_stat *out);
 u64 cge_root_cgid(void);
 void cge_cgstate_usage(u64 *records, u64 *bytes);
+bool cge_cgstate_v2_in_use(void);
 
 #endif /* CGE_CGSTATE_H */

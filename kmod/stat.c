@@ -86,7 +86,7 @@ int cge_info_show(struct seq_file *m)
 	unsigned long domains = src->domains;
 	struct cge_sampler_health h;
 	struct cge_source_health sh;
-	u64 records, bytes;
+	u64 records, bytes, timed, ns;
 	int d;
 
 	mutex_lock(&cge_lock);
@@ -118,5 +118,12 @@ int cge_info_show(struct seq_file *m)
 	seq_printf(m, "alloc_failures %llu\n", h.alloc_failures);
 	seq_printf(m, "records %llu\n", records);
 	seq_printf(m, "record_bytes %llu\n", bytes);
+	seq_printf(m, "cgroup2 %s\n", cge_cgstate_v2_in_use() ? "in_use" :
+		   "unused (every task is charged to the root)");
+	cge_probe_selftime(&timed, &ns);
+	if (timed) {
+		seq_printf(m, "probe_timed_calls %llu\n", timed);
+		seq_printf(m, "probe_ns_mean %llu\n", div64_u64(ns, timed));
+	}
 	return 0;
 }
