@@ -7,7 +7,8 @@ CGE_CACHE ?= /var/cache/cgroup-energy
 PYTHON ?= /usr/bin/python3
 export CGE_CACHE
 
-.PHONY: all module tool kunit style check demo bench clean install uninstall
+.PHONY: all module tool kunit style check demo bench validate clean install \
+	uninstall dkms-install dkms-uninstall
 
 all: module tool
 
@@ -35,6 +36,12 @@ check:
 demo:
 	sh tests/vm/demo.sh
 
+bench:
+	$(PYTHON) bench/bench.py
+
+validate:
+	$(PYTHON) bench/validate.py
+
 clean:
 	@if [ -d "$(KDIR)" ]; then $(MAKE) -C $(KDIR) M=$(CURDIR) clean; fi
 	$(MAKE) -C userspace clean
@@ -45,3 +52,9 @@ install:
 
 uninstall:
 	$(MAKE) -C userspace uninstall
+
+dkms-install:
+	sh dist/dkms.sh install
+
+dkms-uninstall:
+	sh dist/dkms.sh uninstall
