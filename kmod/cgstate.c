@@ -166,6 +166,7 @@ void cge_rec_add(struct cge_rec *rec, const struct cge_stat *d)
  * @cgid: cgroup id
  * @parent_cgid: its parent's id, or 0
  * @ns: CPU time
+ * @bg_ns: the part of @ns at background QoS
  * @wakeups: wakeups
  *
  * Called from the probe (runqueue lock held, IRQs off): RCU lookup and
@@ -174,7 +175,8 @@ void cge_rec_add(struct cge_rec *rec, const struct cge_stat *d)
  *
  * Return: true if @cgid has a record of its own.
  */
-bool cge_cgstate_overflow(u64 cgid, u64 parent_cgid, u64 ns, u32 wakeups)
+bool cge_cgstate_overflow(u64 cgid, u64 parent_cgid, u64 ns, u64 bg_ns,
+			  u32 wakeups)
 {
 	struct cge_rec *rec, *own;
 
@@ -186,6 +188,7 @@ bool cge_cgstate_overflow(u64 cgid, u64 parent_cgid, u64 ns, u32 wakeups)
 	if (!rec)
 		rec = cge_root;
 	atomic64_add(ns, &rec->ovf_ns);
+	atomic64_add(bg_ns, &rec->ovf_bg_ns);
 	atomic_add(wakeups, &rec->ovf_wakeups);
 	if (!test_and_set_bit(CGE_OVF_QUEUED, &rec->ovf_queued))
 		llist_add(&rec->ovf_node, &cge_ovf_list);
@@ -211,6 +214,7 @@ void cge_rec_take_overflow(struct cge_rec *rec)
 	/* Clear before taking: a charge added after the take re-queues. */
 	smp_mb__after_atomic();
 	rec->acc_ns += atomic64_xchg(&rec->ovf_ns, 0);
+	rec->acc_bg_ns += atomic64_xchg(&rec->ovf_bg_ns, 0);
 	rec->acc_wakeups += atomic_xchg(&rec->ovf_wakeups, 0);
 }
 

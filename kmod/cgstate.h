@@ -50,8 +50,10 @@ struct cge_rec {
 	unsigned int dead_passes;
 	unsigned long gp_cookie;	/* RCU state when unhashed */
 	atomic64_t ovf_ns;		/* charges from the overflow path */
+	atomic64_t ovf_bg_ns;
 	atomic_t ovf_wakeups;
 	u64 acc_ns;			/* this interval, sampler only */
+	u64 acc_bg_ns;
 	u64 acc_wakeups;
 	struct cge_stat st;		/* hierarchical totals, cge_lock */
 };
@@ -67,7 +69,8 @@ struct cge_rec *cge_rec_root(void);
 struct cge_rec *cge_rec_get(u64 cgid, u64 parent_cgid);
 struct cge_rec *cge_rec_find(u64 cgid);
 void cge_rec_add(struct cge_rec *rec, const struct cge_stat *delta);
-bool cge_cgstate_overflow(u64 cgid, u64 parent_cgid, u64 ns, u32 wakeups);
+bool cge_cgstate_overflow(u64 cgid, u64 parent_cgid, u64 ns, u64 bg_ns,
+			  u32 wakeups);
 struct llist_node *cge_cgstate_take_overflows(void);
 void cge_rec_take_overflow(struct cge_rec *rec);
 void cge_cgstate_reap(void);

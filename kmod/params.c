@@ -13,12 +13,14 @@
 
 #include "params.h"
 #include "model.h"
+#include "impact.h"
 
 unsigned int cge_interval_ms = 100;
 unsigned int cge_model_idle_mw = 740;
 unsigned int cge_model_busy_mw = 3500;
 int cge_source_param = CGE_SOURCE_AUTO;
-int cge_split_param = CGE_SPLIT_TIME;
+int cge_split_param = CGE_SPLIT_IMPACT;
+static struct cge_impact_coefs cge_coefs = CGE_IMPACT_DEFAULTS;
 
 /* Serialises writers that validate one parameter against another. */
 static DEFINE_MUTEX(cge_params_lock);
@@ -121,6 +123,53 @@ static int cge_get_split(char *buf, const struct kernel_param *kp)
 	return cge_get_enum(buf, kp, cge_split_names);
 }
 
+/* The largest coefficients accepted, in Apple's units. */
+#define CGE_COEF_MAX_TIME	(1000 * CGE_COEF_ONE)	/* per CPU-second */
+#define CGE_COEF_MAX_WAKEUP	CGE_COEF_ONE		/* seconds per wakeup */
+
+static int cge_set_coef(const char *val, const struct kernel_param *kp)
+{
+	u64 *target = kp->arg;
+	u64 max = target == &cge_coefs.kcpu_wakeups ? CGE_COEF_MAX_WAKEUP :
+						      CGE_COEF_MAX_TIME;
+	u64 v;
+
+	if (cge_coef_parse(val, max, &v))
+		return cge_refuse(kp, val, target == &cge_coefs.kcpu_wakeups ?
+				  "expected a decimal 0-1 (seconds per wakeup), e.g. 0.0002 or 2e-4" :
+				  "expected a decimal 0-1000, e.g. 1.0 or 0.8");
+	mutex_lock(&cge_params_lock);
+	WRITE_ONCE(*target, v);
+	mutex_unlock(&cge_params_lock);
+	return 0;
+}
+
+static int cge_get_coef(char *buf, const struct kernel_param *kp)
+{
+	int n = cge_coef_format(buf, PAGE_SIZE - 1, READ_ONCE(*(u64 *)kp->arg));
+
+	buf[n++] = '\n';
+	buf[n] = '\0';
+	return n;
+}
+
+/**
+ * cge_params_coefs() - the energy-impact coefficients in effect
+ * @out: a consistent copy (the sampler takes one per sample, so a write
+ *	 applies from the next interval)
+ */
+void cge_params_coefs(struct cge_impact_coefs *out)
+{
+	mutex_lock(&cge_params_lock);
+	*out = cge_coefs;
+	mutex_unlock(&cge_params_lock);
+}
+
+static const struct kernel_param_ops cge_coef_ops = {
+	.set = cge_set_coef,
+	.get = cge_get_coef,
+};
+
 static const struct kernel_param_ops cge_interval_ops = {
 	.set = cge_set_interval,
 	.get = param_get_uint,
@@ -150,4 +199,11 @@ MODULE_PARM_DESC(model_busy_mw, "Power model: busy mW per CPU (default 3500)");
 module_param_cb(source, &cge_source_ops, &cge_source_param, 0444);
 MODULE_PARM_DESC(source, "Energy source: auto, rapl or model (default auto)");
 module_param_cb(split, &cge_split_ops, &cge_split_param, 0644);
-MODULE_PARM_DESC(split, "Split weight: time or impact (default time)");
+MODULE_PARM_DESC(split, "Split weight: impact or time (default impact)");
+module_param_cb(kcpu_time, &cge_coef_ops, &cge_coefs.kcpu_time, 0644);
+MODULE_PARM_DESC(kcpu_time, "Energy impact per CPU-second, default QoS (default 1.0)");
+module_param_cb(kcpu_wakeups, &cge_coef_ops, &cge_coefs.kcpu_wakeups, 0644);
+MODULE_PARM_DESC(kcpu_wakeups, "Energy impact of a wakeup, seconds (default 2e-4)");
+module_param_cb(kqos_background, &cge_coef_ops, &cge_coefs.kqos_background,
+		0644);
+MODULE_PARM_DESC(kqos_background, "Energy impact per CPU-second, background QoS (default 0.8)");

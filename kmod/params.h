@@ -28,7 +28,10 @@ extern unsigned int cge_model_busy_mw;
 extern int cge_source_param;
 extern int cge_split_param;
 
+struct cge_impact_coefs;
+
 const char *cge_source_kind_name(int kind);
+void cge_params_coefs(struct cge_impact_coefs *out);
 const char *cge_split_name(int kind);
 
 #endif /* CGE_PARAMS_H */

@@ -60,10 +60,21 @@ static u64 cge_parent_cgid(struct task_struct *p)
 	return pcg ? cgroup_id(pcg) : 0;
 }
 
+/*
+ * Background work in Apple's sense (QoS background/maintenance): on Linux,
+ * SCHED_IDLE, SCHED_BATCH and nice >= 10. Weighted by kqos_background.
+ */
+static inline bool cge_task_background(struct task_struct *p)
+{
+	return p->policy == SCHED_IDLE || p->policy == SCHED_BATCH ||
+	       task_nice(p) >= 10;
+}
+
 /* Charge @ns and @wakeups to @p's cgroup @cgid in @c's cache. */
 static void cge_charge(struct cge_cpu *c, struct task_struct *p, u64 cgid,
 		       u64 ns, u32 wakeups)
 {
+	u64 bg_ns = ns && cge_task_background(p) ? ns : 0;
 	struct cge_cpu_sample *s = &c->s;
 	struct cge_slot *sl;
 	unsigned int i;
@@ -83,7 +94,7 @@ static void cge_charge(struct cge_cpu *c, struct task_struct *p, u64 cgid,
 		u64 parent = cge_parent_cgid(p);
 
 		c->overflows++;
-		if (!cge_cgstate_overflow(cgid, parent, ns, wakeups) &&
+		if (!cge_cgstate_overflow(cgid, parent, ns, bg_ns, wakeups) &&
 		    s->nr_want < CGE_WANTS) {
 			s->want[s->nr_want].cgid = cgid;
 			s->want[s->nr_want++].parent_cgid = parent;
@@ -95,9 +106,11 @@ static void cge_charge(struct cge_cpu *c, struct task_struct *p, u64 cgid,
 	sl->cgid = cgid;
 	sl->parent_cgid = cge_parent_cgid(p);
 	sl->ns = 0;
+	sl->bg_ns = 0;
 	sl->wakeups = 0;
 found:
 	sl->ns += ns;
+	sl->bg_ns += bg_ns;
 	sl->wakeups += wakeups;
 }
 

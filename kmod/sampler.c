@@ -22,11 +22,10 @@
 #include "cgstate.h"
 #include "split.h"
 #include "params.h"
+#include "impact.h"
 
 /* Reap removed cgroups' records about once a second. */
 #define CGE_REAP_MS		1000
-/* Apple's defaults until the coefficients become parameters. */
-#define CGE_WAKEUP_NS		200000ULL	/* kcpu_wakeups 2e-4 s */
 
 struct cge_sampler_health cge_sampler_health;
 
@@ -57,9 +56,13 @@ unsigned int cge_sampler_packages(void)
 	return cge_npkg;
 }
 
-static u64 cge_impact_ns(u64 ns, u64 wakeups)
+/* The coefficients of the sample in progress. */
+static struct cge_impact_coefs cge_k;
+
+static u64 cge_rec_impact(const struct cge_rec *rec)
 {
-	return ns + CGE_WAKEUP_NS * wakeups;
+	return cge_impact_ns(&cge_k, rec->acc_ns - rec->acc_bg_ns,
+			     rec->acc_bg_ns, rec->acc_wakeups);
 }
 
 static int cge_grow(unsigned int n)
@@ -117,6 +120,7 @@ static void cge_drain_pkg(struct cge_pkg *pkg, struct list_head *act,
 			sl = &cge_cs.slot[i];
 			rec = cge_rec_get(sl->cgid, sl->parent_cgid);
 			rec->acc_ns += sl->ns;
+			rec->acc_bg_ns += sl->bg_ns;
 			rec->acc_wakeups += sl->wakeups;
 			cge_activate(rec, act, n);
 		}
@@ -161,8 +165,7 @@ static void cge_split_pkg(struct cge_pkg *pkg, struct list_head *act,
 			memset(&cge_delta[i], 0, sizeof(cge_delta[i]));
 			cge_delta[i].usage_ns = rec->acc_ns;
 			cge_delta[i].wakeups = rec->acc_wakeups;
-			cge_delta[i].impact_ns = cge_impact_ns(rec->acc_ns,
-							       rec->acc_wakeups);
+			cge_delta[i].impact_ns = cge_rec_impact(rec);
 			cge_weight[i] = split == CGE_SPLIT_IMPACT ?
 					cge_delta[i].impact_ns : rec->acc_ns;
 			i++;
@@ -197,12 +200,12 @@ static void cge_split_pkg(struct cge_pkg *pkg, struct list_head *act,
 			struct cge_stat t = {
 				.usage_ns = rec->acc_ns,
 				.wakeups = rec->acc_wakeups,
-				.impact_ns = cge_impact_ns(rec->acc_ns,
-							   rec->acc_wakeups),
+				.impact_ns = cge_rec_impact(rec),
 			};
 			cge_rec_add(rec, &t);
 		}
 		rec->acc_ns = 0;
+		rec->acc_bg_ns = 0;
 		rec->acc_wakeups = 0;
 		list_del_init(&rec->active);
 	}
@@ -219,6 +222,7 @@ static void cge_sample_locked(void)
 	LIST_HEAD(act);
 
 	lockdep_assert_held(&cge_lock);
+	cge_params_coefs(&cge_k);
 	if (atomic_xchg(&cge_resync_pending, 0)) {
 		for (p = 0; p < cge_npkg; p++)
 			cge_source->resync(&cge_pkgs[p]);

@@ -16,6 +16,7 @@
 #include "source.h"
 #include "probe.h"
 #include "params.h"
+#include "impact.h"
 
 static const char * const cge_dom_keys[CGE_DOM_NR] = {
 	[CGE_DOM_PKG] = CGE_KEY_PACKAGE_UJ,
@@ -86,7 +87,9 @@ int cge_info_show(struct seq_file *m)
 	unsigned long domains = src->domains;
 	struct cge_sampler_health h;
 	struct cge_source_health sh;
+	struct cge_impact_coefs k;
 	u64 records, bytes, timed, ns;
+	char num[32];
 	int d;
 
 	mutex_lock(&cge_lock);
@@ -107,6 +110,13 @@ int cge_info_show(struct seq_file *m)
 	seq_printf(m, "interval_ms %u\n", READ_ONCE(cge_interval_ms));
 	seq_printf(m, "model_idle_mw %u\n", READ_ONCE(cge_model_idle_mw));
 	seq_printf(m, "model_busy_mw %u\n", READ_ONCE(cge_model_busy_mw));
+	cge_params_coefs(&k);
+	cge_coef_format(num, sizeof(num), k.kcpu_time);
+	seq_printf(m, "kcpu_time %s\n", num);
+	cge_coef_format(num, sizeof(num), k.kcpu_wakeups);
+	seq_printf(m, "kcpu_wakeups %s\n", num);
+	cge_coef_format(num, sizeof(num), k.kqos_background);
+	seq_printf(m, "kqos_background %s\n", num);
 	seq_printf(m, "packages %u\n", cge_sampler_packages());
 	seq_printf(m, "last_sample_ns %llu\n", h.last_sample_ns);
 	seq_printf(m, "samples %llu\n", h.samples);

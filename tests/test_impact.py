@@ -1,0 +1,92 @@
+# SPDX-License-Identifier: GPL-2.0
+"""Energy impact in a VM: wakeups, the formula, QoS weighting, split=impact
+against split=time, runtime coefficient changes, bad coefficients."""
+import pytest
+
+from workload import cgwork, guest_json
+
+WAKEUP_USEC = 200          # kcpu_wakeups 2e-4 s
+
+
+@pytest.fixture(scope='module')
+def res(vm, vm_flavour, cge_ko):
+    r = vm.run({'run': f'/usr/bin/python3 tests/vm/guest/guest_impact.py '
+                f'{cge_ko} {cgwork()}'}, flavour=vm_flavour, timeout=900)
+    return guest_json(r)
+
+
+def ok(res, name):
+    r = res[name]
+    assert 'error' not in r, r['error']
+    return r
+
+
+def per_usec(s):
+    return s['energy_uj'] / s['usage_usec']
+
+
+def test_defaults(res):
+    r = dict(ok(res, 's_load'))
+    r.pop('seconds')
+    assert r == {'split': 'impact', 'kcpu_time': 1, 'kcpu_wakeups': '0.0002',
+                 'kqos_background': '0.8'}
+
+
+def test_wakeups_counted(res):
+    r = ok(res, 's_split_impact')
+    secs = r['seconds']
+    # 2 ms sleeps: hundreds per second (TCG timers are slow, not that slow)
+    assert r['sleeper']['wakeups'] / secs >= 100, r
+    assert r['busy']['wakeups'] / secs <= 5, r
+
+
+@pytest.mark.parametrize('scenario', ['s_split_impact', 's_split_time'])
+@pytest.mark.parametrize('who', ['busy', 'sleeper'])
+def test_impact_follows_formula(res, scenario, who):
+    s = ok(res, scenario)[who]
+    want = s['usage_usec'] + WAKEUP_USEC * s['wakeups']
+    # usage_usec and impact_usec are each rounded down from nanoseconds
+    assert abs(s['impact_usec'] - want) <= 1, s
+
+
+def test_split_impact_charges_wakeups(res):
+    r = ok(res, 's_split_impact')
+    ratio = per_usec(r['sleeper']) / per_usec(r['busy'])
+    assert ratio >= 1.2, (ratio, r)
+
+
+def test_split_time_charges_time(res):
+    r = ok(res, 's_split_time')
+    ratio = per_usec(r['sleeper']) / per_usec(r['busy'])
+    assert abs(ratio - 1) <= 0.15, (ratio, r)
+
+
+def test_background_weighted(res):
+    s = ok(res, 's_background')['bg']
+    want = 0.8 * s['usage_usec'] + WAKEUP_USEC * s['wakeups']
+    assert abs(s['impact_usec'] - want) <= 2, s
+
+
+def test_coefficient_change_applies_later(res):
+    r = ok(res, 's_coefficient_change')
+    b, a, again = r['before'], r['after'], r['again']
+    assert again['impact_usec'] == b['impact_usec']
+    du = a['usage_usec'] - b['usage_usec']
+    dw = a['wakeups'] - b['wakeups']
+    assert dw > 100
+    new = du + 1000 * dw       # kcpu_wakeups 0.001 s = 1000 µs
+    old = du + WAKEUP_USEC * dw
+    di = a['impact_usec'] - b['impact_usec']
+    # Everything after the change is charged at the new coefficient.
+    assert abs(di - new) <= 0.02 * new + 2, (di, new, old)
+    assert r['param_after_reset'] == '0.0002'
+
+
+def test_bad_coefficients_refused(res):
+    r = ok(res, 's_bad_coefficients')
+    for what, p in r.items():
+        if what == 'dmesg':
+            continue
+        assert not p['accepted'] and p['err'] == 'Invalid argument', what
+        assert p['kept'], what
+    assert any('refused kcpu_time=abc' in ln for ln in r['dmesg'])

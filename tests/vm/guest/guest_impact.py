@@ -1,0 +1,90 @@
+# SPDX-License-Identifier: GPL-2.0
+"""Energy-impact scenarios, run inside the VM by tests/test_impact.py:
+    python3 guest_impact.py cgroup_energy.ko cgwork
+Prints one line 'CGE-RESULT {json}'."""
+import time
+
+from common import (EN, Work, dmesg, get_param, info, main_args, mkcg,
+                    scenarios, set_param, settle, sh, stat)
+
+KO, CGWORK = main_args()
+W = Work(CGWORK)
+RUN_S = 4
+
+
+def s_load(ctx):
+    sh(f'insmod {KO}')
+    sh(f'mount -t cgroup_energy none {EN}')
+    i = info()
+    return {k: i[k] for k in ('split', 'kcpu_time', 'kcpu_wakeups',
+                              'kqos_background')}
+
+
+def side_by_side(tag):
+    """A busy loop on CPU 0 and a 2 ms sleeper on CPU 1, in two cgroups."""
+    busy, sleeper = f'{tag}_busy', f'{tag}_sleep'
+    mkcg(busy, sleeper)
+    a = W.start(busy, 'busy', RUN_S, cpu=0)
+    b = W.start(sleeper, 'sleeper', 2000, RUN_S, cpu=1)
+    a.wait()
+    b.wait()
+    settle()
+    return {'busy': stat(busy), 'sleeper': stat(sleeper), 'seconds': RUN_S}
+
+
+def s_split_impact(ctx):
+    return side_by_side('imp')
+
+
+def s_split_time(ctx):
+    set_param('split', 'time')
+    try:
+        return side_by_side('tim')
+    finally:
+        set_param('split', 'impact')
+
+
+def s_background(ctx):
+    mkcg('bg')
+    sh(f'nice -n 10 {CGWORK} -c /sys/fs/cgroup/bg busy 1')
+    settle()
+    return {'bg': stat('bg')}
+
+
+def s_coefficient_change(ctx):
+    mkcg('coef')
+    p = W.start('coef', 'sleeper', 2000, 3 * RUN_S // 2, cpu=1)
+    time.sleep(RUN_S / 2)
+    before = stat('coef')
+    set_param('kcpu_wakeups', '0.001')
+    again = stat('coef')         # the past is not recomputed
+    p.wait()
+    settle()
+    after = stat('coef')
+    set_param('kcpu_wakeups', '2e-4')
+    return {'before': before, 'again': again, 'after': after,
+            'param_after_reset': get_param('kcpu_wakeups')}
+
+
+def s_bad_coefficients(ctx):
+    out = {}
+    for name, val in [('kcpu_time', 'abc'), ('kcpu_time', '-1'),
+                      ('kcpu_wakeups', '\n'), ('kcpu_wakeups', '1e9'),
+                      ('kqos_background', '0.8x'), ('kcpu_time', '1e999')]:
+        old = get_param(name)
+        ok, err = set_param(name, val)
+        out[f'{name}={val.strip()}'] = {'accepted': ok, 'err': err,
+                                'kept': get_param(name) == old}
+    out['dmesg'] = [ln for ln in dmesg().splitlines() if 'refused' in ln]
+    return out
+
+
+def s_unload(ctx):
+    sh(f'umount {EN}')
+    sh('rmmod cgroup_energy')
+    return {}
+
+
+if __name__ == '__main__':
+    scenarios([s_load, s_split_impact, s_split_time, s_background,
+               s_coefficient_change, s_bad_coefficients, s_unload], {})
