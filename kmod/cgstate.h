@@ -55,6 +55,7 @@ struct cge_rec {
 	u64 acc_ns;			/* this interval, sampler only */
 	u64 acc_bg_ns;
 	u64 acc_wakeups;
+	u64 acc_core_uj;		/* per-core energy share (AMD) */
 	struct cge_stat st;		/* hierarchical totals, cge_lock */
 };
 

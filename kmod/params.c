@@ -135,8 +135,8 @@ static int cge_set_coef(const char *val, const struct kernel_param *kp)
 	u64 v;
 
 	if (cge_coef_parse(val, max, &v))
-		return cge_refuse(kp, val, target == &cge_coefs.kcpu_wakeups ?
-				  "expected a decimal 0-1 (seconds per wakeup), e.g. 0.0002 or 2e-4" :
+		return cge_refuse(kp, val, max == CGE_COEF_MAX_WAKEUP ?
+				  "expected seconds per wakeup, 0-1, e.g. 2e-4" :
 				  "expected a decimal 0-1000, e.g. 1.0 or 0.8");
 	mutex_lock(&cge_params_lock);
 	WRITE_ONCE(*target, v);

@@ -12,13 +12,17 @@
 #include <linux/kernel.h>
 #include <linux/delay.h>
 #include <linux/bitops.h>
+#include <linux/slab.h>
+#include <linux/cpumask.h>
 #include <asm/msr.h>
 #include <asm/processor.h>
 #include <asm/cpufeature.h>
 
+#include "compat.h"
 #include "source.h"
 
 static bool cge_is_amd;
+static struct cge_rapl_counter *cge_core_ctr;	/* AMD, per CPU */
 static u32 cge_unit_esu;
 static u32 cge_msr[CGE_DOM_NR];
 static unsigned long cge_rapl_domains;
@@ -35,7 +39,7 @@ u32 cge_rapl_unit_esu(void)
 
 static int cge_rdmsr(unsigned int cpu, u32 msr, u64 *val)
 {
-	return rdmsrl_safe_on_cpu(cpu, msr, val);
+	return cge_rdmsr_on_cpu(cpu, msr, val);
 }
 
 /* A domain is present if its counter reads and is not stuck at zero. */
@@ -70,6 +74,20 @@ static void cge_rapl_read(struct cge_pkg *pkg, u64 capacity_ns, u64 busy_ns,
 	out->headline_uj = out->dom_uj[CGE_DOM_PKG] + out->dom_uj[CGE_DOM_DRAM];
 }
 
+/* After resume, per-core counters start afresh too. */
+static void cge_rapl_resync_cores(struct cge_pkg *pkg)
+{
+	unsigned int cpu;
+	u64 raw;
+
+	if (!cge_core_ctr)
+		return;
+	for_each_cpu(cpu, &pkg->cpus)
+		if (cpu_online(cpu) &&
+		    !cge_rdmsr(cpu, CGE_MSR_AMD_CORE_ENERGY_STATUS, &raw))
+			cge_rapl_counter_resync(&cge_core_ctr[cpu], raw);
+}
+
 static void cge_rapl_resync(struct cge_pkg *pkg)
 {
 	int d;
@@ -79,7 +97,24 @@ static void cge_rapl_resync(struct cge_pkg *pkg)
 		if (!cge_rdmsr(pkg->read_cpu, cge_msr[d], &raw))
 			cge_rapl_counter_resync(&pkg->ctr[d], raw);
 	}
+	cge_rapl_resync_cores(pkg);
 	cge_source_health.resyncs++;
+}
+
+/* AMD per-core energy: counters kept per CPU, read on that CPU. */
+static int cge_rapl_read_core(unsigned int cpu, u64 *uj)
+{
+	struct cge_rapl_counter *c = &cge_core_ctr[cpu];
+	u64 raw;
+
+	if (cge_rdmsr(cpu, CGE_MSR_AMD_CORE_ENERGY_STATUS, &raw)) {
+		cge_source_health.read_errors++;
+		return -EIO;
+	}
+	if (c->primed && cge_rapl_raw_wrapped(c->last_raw, raw))
+		cge_source_health.wraps++;
+	*uj = cge_rapl_counter_delta_uj(c, raw);
+	return 0;
 }
 
 struct cge_source cge_rapl_source = {
@@ -87,6 +122,12 @@ struct cge_source cge_rapl_source = {
 	.read = cge_rapl_read,
 	.resync = cge_rapl_resync,
 };
+
+void cge_rapl_exit(void)
+{
+	kfree(cge_core_ctr);
+	cge_core_ctr = NULL;
+}
 
 /* Intel parts with RAPL MSRs: family 6 models the kernel's rapl drivers know. */
 static bool cge_intel_has_rapl(u32 model)
@@ -165,6 +206,18 @@ int cge_rapl_detect(struct cge_pkg *pkgs, unsigned int npkg)
 	for (d = CGE_DOM_CORE; d < CGE_DOM_NR; d++)
 		if (cge_domain_present(cpu, cge_msr[d]))
 			cge_rapl_domains |= BIT(d);
+	if (cge_is_amd &&
+	    cge_domain_present(cpu, CGE_MSR_AMD_CORE_ENERGY_STATUS)) {
+		cge_core_ctr = kcalloc(nr_cpu_ids, sizeof(*cge_core_ctr),
+				       GFP_KERNEL);
+		if (cge_core_ctr) {
+			for (p = 0; p < nr_cpu_ids; p++)
+				cge_rapl_counter_init(&cge_core_ctr[p],
+						      cge_unit_esu);
+			cge_rapl_domains |= BIT(CGE_DOM_CORE);
+			cge_rapl_source.read_core = cge_rapl_read_core;
+		}
+	}
 
 	for (p = 0; p < npkg; p++) {
 		for (d = 0; d < CGE_DOM_NR; d++)

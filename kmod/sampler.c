@@ -39,7 +39,7 @@ static u64 cge_reap_due_ns;
 static u64 cge_due_ns;
 
 /* Scratch, sampler only (under cge_lock). */
-static struct cge_cpu_sample cge_cs;
+static struct cpumask cge_done;
 static struct cge_rec **cge_recs;
 static u64 *cge_weight;
 static u64 *cge_share;
@@ -105,29 +105,88 @@ static void cge_activate(struct cge_rec *rec, struct list_head *act,
 	}
 }
 
-/* Drain @pkg's CPUs into the records' accumulators. */
-static void cge_drain_pkg(struct cge_pkg *pkg, struct list_head *act,
-			  unsigned int *n, u64 *idle_ns)
+/* SMT siblings drained together for a per-core energy split. */
+#define CGE_MAX_SMT		8
+
+static struct cge_cpu_sample cge_cs[CGE_MAX_SMT];
+static struct cge_rec *cge_core_rec[CGE_MAX_SMT * CGE_SLOTS];
+static u64 cge_core_w[CGE_MAX_SMT * CGE_SLOTS];
+static u64 cge_core_share[CGE_MAX_SMT * CGE_SLOTS];
+
+static u64 cge_slot_weight(const struct cge_slot *sl, int split)
 {
+	if (split != CGE_SPLIT_IMPACT)
+		return sl->ns;
+	return cge_impact_ns(&cge_k, sl->ns - sl->bg_ns, sl->bg_ns,
+			     sl->wakeups);
+}
+
+/*
+ * Fold @nr CPU samples (one CPU, or the SMT siblings of one core) into the
+ * records' accumulators. With per-core energy (AMD), the core's energy is
+ * split here, with the same rule, between the cgroups that ran on it.
+ */
+static void cge_fold(struct cge_cpu_sample *cs, unsigned int nr,
+		     unsigned int core_cpu, struct list_head *act,
+		     unsigned int *n, u64 *idle_ns)
+{
+	int split = READ_ONCE(cge_split_param);
+	u64 core_uj = 0, idle = 0, busy = 0;
+	unsigned int c, i, k = 0;
 	struct cge_slot *sl;
 	struct cge_rec *rec;
-	unsigned int cpu, i;
+	bool per_core = cge_source->read_core &&
+			!cge_source->read_core(core_cpu, &core_uj);
 
-	for_each_cpu(cpu, &pkg->cpus) {
-		cge_cpu_drain(cpu, &cge_cs);
-		*idle_ns += cge_cs.idle_ns;
-		for (i = 0; i < cge_cs.nr; i++) {
-			sl = &cge_cs.slot[i];
+	for (c = 0; c < nr; c++) {
+		idle += cs[c].idle_ns;
+		for (i = 0; i < cs[c].nr; i++, k++) {
+			sl = &cs[c].slot[i];
 			rec = cge_rec_get(sl->cgid, sl->parent_cgid);
 			rec->acc_ns += sl->ns;
 			rec->acc_bg_ns += sl->bg_ns;
 			rec->acc_wakeups += sl->wakeups;
 			cge_activate(rec, act, n);
+			cge_core_rec[k] = rec;
+			cge_core_w[k] = cge_slot_weight(sl, split);
+			busy += sl->ns;
 		}
 		/* Records for cgroups that overflowed, so next time they fit. */
-		for (i = 0; i < cge_cs.nr_want; i++)
-			cge_rec_get(cge_cs.want[i].cgid,
-				    cge_cs.want[i].parent_cgid);
+		for (i = 0; i < cs[c].nr_want; i++)
+			cge_rec_get(cs[c].want[i].cgid, cs[c].want[i].parent_cgid);
+	}
+	*idle_ns += idle;
+	if (!per_core)
+		return;
+	cge_split(core_uj, idle, busy, cge_core_w, cge_core_share, k);
+	for (i = 0; i < k; i++)
+		cge_core_rec[i]->acc_core_uj += cge_core_share[i];
+	cge_root_stat.dom_total_uj[CGE_DOM_CORE] += core_uj;
+}
+
+/* Drain @pkg's CPUs, a core's SMT siblings together, into the records. */
+static void cge_drain_pkg(struct cge_pkg *pkg, struct list_head *act,
+			  unsigned int *n, u64 *idle_ns)
+{
+	struct cpumask *done = &cge_done;
+	unsigned int cpu, sib, nr;
+
+	cpumask_clear(done);
+	for_each_cpu(cpu, &pkg->cpus) {
+		if (cpumask_test_cpu(cpu, done))
+			continue;
+		cge_cpu_drain(cpu, &cge_cs[0]);
+		cpumask_set_cpu(cpu, done);
+		nr = 1;
+		for_each_cpu_and(sib, topology_sibling_cpumask(cpu), &pkg->cpus) {
+			if (nr == CGE_MAX_SMT || !cge_source->read_core)
+				break;
+			if (cpumask_test_cpu(sib, done))
+				continue;
+			cge_cpu_drain(sib, &cge_cs[nr++]);
+			cpumask_set_cpu(sib, done);
+		}
+		cge_fold(cge_cs, nr, cpu, act, n, idle_ns);
 	}
 }
 
@@ -166,6 +225,7 @@ static void cge_split_pkg(struct cge_pkg *pkg, struct list_head *act,
 			cge_delta[i].usage_ns = rec->acc_ns;
 			cge_delta[i].wakeups = rec->acc_wakeups;
 			cge_delta[i].impact_ns = cge_rec_impact(rec);
+			cge_delta[i].dom_uj[CGE_DOM_CORE] = rec->acc_core_uj;
 			cge_weight[i] = split == CGE_SPLIT_IMPACT ?
 					cge_delta[i].impact_ns : rec->acc_ns;
 			i++;
@@ -185,6 +245,9 @@ static void cge_split_pkg(struct cge_pkg *pkg, struct list_head *act,
 	for (i = 0; i < n; i++)
 		cge_delta[i].energy_uj = cge_share[i];
 	for_each_set_bit(d, &cge_source->domains, CGE_DOM_NR) {
+		/* Per-core energy was split core by core in cge_fold(). */
+		if (d == CGE_DOM_CORE && cge_source->read_core)
+			continue;
 		cge_split(e.dom_uj[d], idle_ns, busy_ns, cge_weight, cge_share,
 			  n);
 		for (i = 0; i < n; i++)
@@ -201,12 +264,14 @@ static void cge_split_pkg(struct cge_pkg *pkg, struct list_head *act,
 				.usage_ns = rec->acc_ns,
 				.wakeups = rec->acc_wakeups,
 				.impact_ns = cge_rec_impact(rec),
+				.dom_uj[CGE_DOM_CORE] = rec->acc_core_uj,
 			};
 			cge_rec_add(rec, &t);
 		}
 		rec->acc_ns = 0;
 		rec->acc_bg_ns = 0;
 		rec->acc_wakeups = 0;
+		rec->acc_core_uj = 0;
 		list_del_init(&rec->active);
 	}
 	rs->total_uj += e.headline_uj;
@@ -363,6 +428,7 @@ int cge_sampler_init(void)
 			   msecs_to_jiffies(READ_ONCE(cge_interval_ms)));
 	return 0;
 err:
+	cge_rapl_exit();
 	kfree(cge_pkgs);
 	return ret;
 }
@@ -374,6 +440,7 @@ void cge_sampler_exit(void)
 	cancel_delayed_work_sync(&cge_work);
 	unregister_pm_notifier(&cge_pm_nb);
 	cge_sample_now();
+	cge_rapl_exit();
 	kvfree(cge_recs);
 	kvfree(cge_weight);
 	kvfree(cge_share);

@@ -38,6 +38,12 @@ struct cge_source {
 		     struct cge_energy *out);
 	/* Start the counters afresh (after resume): no delta from before. */
 	void (*resync)(struct cge_pkg *pkg);
+	/*
+	 * Per-core energy (AMD), or NULL: the energy of the core @cpu belongs
+	 * to since the previous call, µJ. Split between the cgroups that ran
+	 * on that core; it is the CGE_DOM_CORE domain.
+	 */
+	int (*read_core)(unsigned int cpu, u64 *uj);
 };
 
 /* Health counters, shown in energy.info. */
@@ -52,6 +58,7 @@ extern struct cge_source cge_rapl_source;
 extern struct cge_source_health cge_source_health;
 
 int cge_rapl_detect(struct cge_pkg *pkgs, unsigned int npkg);
+void cge_rapl_exit(void);
 const char *cge_rapl_vendor(void);
 u32 cge_rapl_unit_esu(void);
 

@@ -3,6 +3,7 @@
 hierarchy, lifetime, overflow, permissions, namespaces, bad input, churn,
 hotplug, unload. One boot runs tests/vm/guest/guest_engine.py; each test
 asserts on one scenario's measurements, with numeric tolerances."""
+import json
 import os
 
 import pytest
@@ -153,6 +154,21 @@ def test_hotplug_keeps_conservation(res):
 def test_root_conservation_exact(res):
     r = ok(res, 's_conservation')
     assert r['reads'] >= 200 and r['exact'] == r['reads']
+
+
+def test_energystat_reads_live_module(res):
+    r = ok(res, 's_energystat')
+    assert r['table_rc'] == 0, r['table']
+    rows = {ln.split()[0]: ln.split() for ln in r['table'].splitlines()[1:]
+            if ln.strip()}
+    for cg in ('/eq1', '/eq2', '/tw_x', '/tw_y', '/acc_busy'):
+        assert cg in rows, r['table']
+        assert float(rows[cg][1]) > 0, rows[cg]     # ENERGY(J)
+    assert r['json_rc'] == 0
+    doc = json.loads(r['json'].splitlines()[0])
+    assert 'eq1' in json.dumps(doc)
+    assert r['prom_rc'] == 0
+    assert 'cgroup_energy_joules_total{cgroup="/tw_x"}' in r['prom']
 
 
 def test_unload(res):

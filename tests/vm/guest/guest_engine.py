@@ -7,7 +7,7 @@ import os
 import threading
 import time
 
-from common import (CG, EN, Work, conservation_ok, cpu_usage, dmesg, info,
+from common import (CG, EN, REPO, Work, conservation_ok, cpu_usage, dmesg, info,
                     kv, main_args, mkcg, scenarios, set_param, get_param,
                     settle, sh, stat)
 
@@ -225,6 +225,16 @@ def s_conservation(ctx):
     return {'reads': len(ROOT_READS), 'exact': sum(ROOT_READS)}
 
 
+def s_energystat(ctx):
+    tool = str(ctx['repo'] / 'userspace/energystat')
+    table = sh(f'{tool}', check=False)
+    js = sh(f'{tool} --json eq1 eq2 tw_x', check=False)
+    prom = sh(f'{tool} --prometheus', check=False)
+    return {'table_rc': table.returncode, 'table': table.stdout,
+            'json_rc': js.returncode, 'json': js.stdout,
+            'prom_rc': prom.returncode, 'prom': prom.stdout[:20000]}
+
+
 def s_unload(ctx):
     busy = sh('rmmod cgroup_energy', check=False)
     still = os.path.isdir('/sys/module/cgroup_energy')
@@ -244,8 +254,8 @@ def s_unload(ctx):
 
 
 if __name__ == '__main__':
-    ctx = {'churn': int(os.environ.get('CGE_CHURN', 10000))}
+    ctx = {'churn': int(os.environ.get('CGE_CHURN', 10000)), 'repo': REPO}
     scenarios([s_load, s_accuracy, s_equal_pinned, s_twice, s_parent_sum,
                s_removed_child, s_short_lived, s_overflow, s_permissions,
                s_namespace, s_bad_input, s_churn, s_hotplug, s_conservation,
-               s_unload], ctx)
+               s_energystat, s_unload], ctx)
