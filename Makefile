@@ -47,14 +47,18 @@ clean:
 	$(MAKE) -C userspace clean
 	rm -rf .build
 
+# The tool, its man page, the systemd mount unit, the modules-load.d entry,
+# an example modprobe.d file; PREFIX (/usr/local), DESTDIR. dist/install.sh.
 install:
-	$(MAKE) -C userspace install
+	MAKE='$(MAKE)' sh dist/install.sh install
 
 uninstall:
-	$(MAKE) -C userspace uninstall
+	MAKE='$(MAKE)' sh dist/install.sh uninstall
 
+# The module, with DKMS, for KVER (default: the running kernel) and every
+# kernel installed later. See dist/dkms.sh and README.md.
 dkms-install:
-	sh dist/dkms.sh install
+	KVER='$(KVER)' sh dist/dkms.sh install
 
 dkms-uninstall:
 	sh dist/dkms.sh uninstall

@@ -1,0 +1,127 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# make install / make uninstall: the energystat tool and its man page
+# (userspace/Makefile), the boot integration (systemd mount unit,
+# modules-load.d entry) and an example modprobe.d file. The module itself is
+# installed with DKMS: make dkms-install.
+#
+#   sh dist/install.sh install | uninstall
+#
+# Environment: PREFIX (default /usr/local), DESTDIR (staging root, default
+# none), and the directories, each under $PREFIX by default:
+#   BINDIR          bin                       energystat
+#   MANDIR          share/man/man1            energystat.1
+#   SYSTEMDUNITDIR  lib/systemd/system        sys-fs-cgroup_energy.mount
+#   MODULESLOADDIR  lib/modules-load.d        cgroup-energy.conf
+#   DOCDIR          share/doc/cgroup-energy   modprobe.d/cgroup-energy.conf
+# systemd reads units and modules-load.d in /usr/local/lib as in /usr/lib and
+# /etc. BINDIR and MANDIR are fixed by userspace/Makefile, which installs the
+# tool.
+#
+# $DOCDIR/INSTALLED lists every file installed and every directory install
+# created; uninstall removes exactly those (directories only if empty).
+set -eu
+
+REPO=$(cd "$(dirname "$0")/.." && pwd)
+PREFIX=${PREFIX:-/usr/local}
+DESTDIR=${DESTDIR:-}
+BINDIR=$PREFIX/bin
+MANDIR=$PREFIX/share/man/man1
+SYSTEMDUNITDIR=${SYSTEMDUNITDIR:-$PREFIX/lib/systemd/system}
+MODULESLOADDIR=${MODULESLOADDIR:-$PREFIX/lib/modules-load.d}
+DOCDIR=${DOCDIR:-$PREFIX/share/doc/cgroup-energy}
+MAKE=${MAKE:-make}
+INSTALL=${INSTALL:-install}
+UNIT=sys-fs-cgroup_energy.mount
+MANIFEST=$DOCDIR/INSTALLED
+
+say() { echo "cgroup-energy: $*"; }
+
+# Files installed here (besides the tool and man page): source:destination.
+OWN="dist/systemd/$UNIT:$SYSTEMDUNITDIR/$UNIT
+dist/modules-load.d/cgroup-energy.conf:$MODULESLOADDIR/cgroup-energy.conf
+dist/modprobe.d/cgroup-energy.conf:$DOCDIR/modprobe.d/cgroup-energy.conf"
+
+FILES="$BINDIR/energystat $MANDIR/energystat.1 $SYSTEMDUNITDIR/$UNIT
+$MODULESLOADDIR/cgroup-energy.conf $DOCDIR/modprobe.d/cgroup-energy.conf
+$MANIFEST"
+
+# Directories that do not exist yet, for each directory the install needs,
+# up to the first existing ancestor (DESTDIR itself is never listed).
+missing_dirs() {
+	for d in "$BINDIR" "$MANDIR" "$SYSTEMDUNITDIR" "$MODULESLOADDIR" \
+		 "$DOCDIR/modprobe.d"; do
+		while [ "$d" != / ] && [ "$d" != . ] && [ ! -d "$DESTDIR$d" ]; do
+			echo "$d"
+			d=$(dirname "$d")
+		done
+	done
+}
+
+systemd_running() {
+	[ -z "$DESTDIR" ] && [ -d /run/systemd/system ] &&
+		command -v systemctl >/dev/null 2>&1
+}
+
+do_install() {
+	case "$PREFIX" in /*) ;; *) say "PREFIX must be absolute" >&2; exit 1 ;; esac
+	created=$(missing_dirs)
+	# an earlier install's record: keep the directories it created
+	if [ -f "$DESTDIR$MANIFEST" ]; then
+		created="$created
+$(sed -n 's/^dir //p' "$DESTDIR$MANIFEST")"
+	fi
+	"$MAKE" -C "$REPO/userspace" install PREFIX="$PREFIX" DESTDIR="$DESTDIR"
+	echo "$OWN" | while IFS=: read -r src dst; do
+		"$INSTALL" -D -m 0644 "$REPO/$src" "$DESTDIR$dst"
+	done
+	{
+		echo "# cgroup-energy: installed by make install; make uninstall" \
+			"removes these"
+		for f in $FILES; do echo "file $f"; done
+		echo "$created" | sed '/^$/d' | sort -u | sed 's/^/dir /'
+	} >"$DESTDIR$MANIFEST"
+	chmod 0644 "$DESTDIR$MANIFEST"
+	for f in $FILES; do say "installed $DESTDIR$f"; done
+	if systemd_running; then
+		systemctl daemon-reload
+	fi
+	if [ -z "$DESTDIR" ]; then
+		say "next: make dkms-install (the module), then" \
+			"systemctl enable --now $UNIT"
+	fi
+}
+
+do_uninstall() {
+	if systemd_running; then
+		systemctl disable --now "$UNIT" 2>/dev/null || true
+	elif [ -z "$DESTDIR" ] && command -v systemctl >/dev/null 2>&1; then
+		systemctl disable "$UNIT" 2>/dev/null || true
+	fi
+	dirs="$DOCDIR/modprobe.d
+$DOCDIR"
+	if [ -f "$DESTDIR$MANIFEST" ]; then
+		dirs="$dirs
+$(sed -n 's/^dir //p' "$DESTDIR$MANIFEST")"
+	fi
+	"$MAKE" -C "$REPO/userspace" uninstall PREFIX="$PREFIX" DESTDIR="$DESTDIR"
+	for f in $FILES; do
+		rm -f "$DESTDIR$f"
+	done
+	# deepest first; only the empty ones (another package's files stay)
+	echo "$dirs" | sed '/^$/d' | sort -u -r | while read -r d; do
+		if [ -d "$DESTDIR$d" ]; then
+			rmdir "$DESTDIR$d" 2>/dev/null || true
+		fi
+	done
+	if systemd_running; then
+		systemctl daemon-reload
+	fi
+	say "uninstalled from $DESTDIR$PREFIX"
+}
+
+case "${1:-}" in
+install) do_install ;;
+uninstall) do_uninstall ;;
+*) echo "usage: sh dist/install.sh install|uninstall" >&2; exit 1 ;;
+esac
