@@ -14,6 +14,9 @@
 #include <linux/fs.h>
 #include <linux/err.h>
 #include <linux/sched.h>
+#include <linux/dcache.h>
+#include <linux/rcupdate.h>
+#include <asm/msr.h>
 
 /* sched_switch gained prev_state in 5.18. */
 #define CGE_SCHED_SWITCH_ARGS \
@@ -29,12 +32,16 @@ static inline struct cgroup *cge_cgroup_get_from_id(u64 id)
 }
 
 /*
- * kernfs_node->name is a plain pointer in 6.1 and 6.12; later kernels make
- * it RCU-protected. Callers hold rcu_read_lock().
+ * kernfs_node->name is a plain pointer in 6.1 and 6.12; 6.15 made it
+ * RCU-protected. Callers hold rcu_read_lock().
  */
 static inline const char *cge_kn_name(struct kernfs_node *kn)
 {
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 15, 0)
+	return rcu_dereference(kn->name);
+#else
 	return kn->name;
+#endif
 }
 
 /* Inode timestamps: direct fields before 6.6, accessors since 6.7. */
@@ -59,5 +66,33 @@ static inline void cge_inode_touch(struct inode *inode)
 #else
 #define CGE_D_REVALIDATE_ARGS struct dentry *dentry, unsigned int flags
 #endif
+
+/* super_block.s_d_op is private since 6.17: set it with set_default_d_op(). */
+static inline void cge_set_default_d_op(struct super_block *sb,
+					const struct dentry_operations *ops)
+{
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 17, 0)
+	set_default_d_op(sb, ops);
+#else
+	sb->s_d_op = ops;
+#endif
+}
+
+/* generic_delete_inode() was renamed inode_just_drop() in 6.18. */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 18, 0)
+#define cge_drop_inode inode_just_drop
+#else
+#define cge_drop_inode generic_delete_inode
+#endif
+
+/* rdmsrl_safe_on_cpu() was renamed rdmsrq_safe_on_cpu() in 6.16. Sleeps. */
+static inline int cge_rdmsr_on_cpu(unsigned int cpu, u32 msr, u64 *val)
+{
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 16, 0)
+	return rdmsrq_safe_on_cpu(cpu, msr, val);
+#else
+	return rdmsrl_safe_on_cpu(cpu, msr, val);
+#endif
+}
 
 #endif /* CGE_COMPAT_H */

@@ -309,7 +309,7 @@ static const struct file_operations cge_info_fops = {
 
 static const struct super_operations cge_sops = {
 	.statfs = simple_statfs,
-	.drop_inode = generic_delete_inode,
+	.drop_inode = cge_drop_inode,
 };
 
 enum { CGE_OPT_UID, CGE_OPT_GID, CGE_OPT_MODE };
@@ -380,7 +380,7 @@ static int cge_fill_super(struct super_block *sb, struct fs_context *fc)
 	sb->s_fs_info = sbi;
 	sb->s_magic = CGE_FS_MAGIC;
 	sb->s_op = &cge_sops;
-	sb->s_d_op = &cge_dops;
+	cge_set_default_d_op(sb, &cge_dops);
 	sb->s_time_gran = 1;
 
 	root = cge_new_inode(sb, sbi->root_cgid, CGE_INO_DIR);
