@@ -6,7 +6,8 @@
 
 Sources are copied with `rsync -a` (mtimes kept, so make rebuilds only what
 changed) into a per-kernel out-of-tree copy, then built with
-`make -C <kdir> M=<copy> modules`.
+`make -C <kdir> M=<copy> modules` (for sid, inside the sid chroot, with the
+copy bind-mounted: sid.make_module).
 
 CLI: build.py [--flavour 6.1] [--src DIR]   (prints the .ko path)
 """
@@ -61,7 +62,10 @@ def _make(k, mdir, what):
     cmd = ['make', '-C', str(k.kdir), f'M={mdir}',
            f'-j{os.cpu_count() or 1}', 'modules']
     t0 = time.monotonic()
-    r = subprocess.run(cmd, capture_output=True, text=True)
+    if k.chroot:            # sid: headers and gcc live in a chroot
+        cmd, r = kernels._sibling('sid').make_module(k, mdir)
+    else:
+        r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
         out = (r.stdout + r.stderr).strip().splitlines()
         raise BuildError(f'building {what} for {k.kver} failed '
@@ -116,7 +120,8 @@ def build_external(src_dir, flavour='6.1', name=None, kernel=None):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    ap.add_argument('--flavour', default='6.1', choices=kernels.FLAVOURS)
+    ap.add_argument('--flavour', default='6.1',
+                    choices=kernels.known_flavours())
     ap.add_argument('--src', help='build this Kbuild dir instead of the module')
     a = ap.parse_args(argv)
     try:

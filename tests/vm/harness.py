@@ -242,7 +242,8 @@ def run_vm(flavour, commands, timeout=300, cpus=2, mem='1G', append='',
 def main(argv=None):
     ap = argparse.ArgumentParser(
         description='Run shell commands in a test VM, print their output.')
-    ap.add_argument('--flavour', default='6.1', choices=kernels.FLAVOURS)
+    ap.add_argument('--flavour', default='6.1',
+                    choices=kernels.known_flavours())
     ap.add_argument('--timeout', type=int, default=300)
     ap.add_argument('--cpus', type=int, default=2)
     ap.add_argument('--mem', default='1G')

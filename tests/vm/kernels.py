@@ -3,8 +3,14 @@
 
     k = kernel('6.1')   # -> Kernel(.kver, .vmlinuz, .moddir, .kdir, .root)
 
-The newest version of each flavour is resolved from the apt archive at run time
-(meta package -> linux-image-<kver>).  linux-image, linux-headers and their
+Flavours (FLAVOURS, what "all" means): 6.1, 6.1-rt, 6.12, 6.12-rt from Debian 12,
+and sid, the newest kernel of Debian unstable (tests/vm/sid.py: fetched and
+built for in a sid chroot).  OTHER_FLAVOURS are accepted by name but not part
+of "all": debug, a KASAN/lockdep kernel built from linux-source-6.1
+(tests/vm/debugkernel.py).
+
+The newest version of each Debian 12 flavour is resolved from the apt archive
+at run time (meta package -> linux-image-<kver>).  linux-image, linux-headers and their
 -common and linux-kbuild dependencies are fetched with `apt-get download` and
 unpacked with `dpkg-deb -x` into $CGE_CACHE/kernels/<kver>/root/ (default cache
 /var/cache/cgroup-energy).  The unpack happens in a temporary directory that is
@@ -32,7 +38,10 @@ FLAVOURS = {
     '6.1-rt': ('linux-image-rt-amd64', '6.1.'),
     '6.12': ('linux-image-6.12-amd64', '6.12.'),
     '6.12-rt': ('linux-image-6.12-rt-amd64', '6.12.'),
+    'sid': ('linux-headers-amd64', ''),        # resolved in sid.py
 }
+# accepted by name, not in "all": the debug kernel (debugkernel.py)
+OTHER_FLAVOURS = ('debug',)
 APT_OPTS = ['-o', 'APT::Sandbox::User=root', '-q']
 
 
@@ -45,6 +54,7 @@ class Kernel:
     flavour: str
     kver: str
     dir: Path            # $CGE_CACHE/kernels/<kver>
+    chroot: Path | None = None   # headers live (and modules build) in here
 
     @property
     def root(self):
@@ -64,10 +74,16 @@ class Kernel:
 
     @property
     def kdir(self):
-        return self.root / 'usr/src' / f'linux-headers-{self.kver}'
+        base = self.chroot if self.chroot else self.root
+        return base / 'usr/src' / f'linux-headers-{self.kver}'
 
     @property
     def config(self):
+        for p in (self.root / 'boot' / f'config-{self.kver}',
+                  self.root / 'usr/lib/modules' / self.kver / 'config',
+                  self.kdir / '.config'):       # sid: only the headers have it
+            if p.exists():
+                return p
         return self.root / 'boot' / f'config-{self.kver}'
 
 
@@ -124,10 +140,21 @@ def _depends_retry(pkg):
     return deps
 
 
+def _sibling(name):
+    """tests/vm/<name>.py, imported as a package member or as a script's peer."""
+    import importlib
+    return importlib.import_module(f'{__package__}.{name}' if __package__
+                                   else name)
+
+
+def known_flavours():
+    return [*FLAVOURS, *OTHER_FLAVOURS]
+
+
 def _check_flavour(flavour):
-    if flavour not in FLAVOURS:
+    if flavour not in FLAVOURS and flavour not in OTHER_FLAVOURS:
         raise KernelError(f'unknown flavour {flavour!r}; known: '
-                          + ', '.join(FLAVOURS))
+                          + ', '.join(known_flavours()))
 
 
 _resolved = {}
@@ -136,6 +163,10 @@ _resolved = {}
 def resolve(flavour):
     """Newest kernel release (e.g. '6.1.0-57-amd64') of a flavour in the archive."""
     _check_flavour(flavour)
+    if flavour == 'sid':
+        return _sibling('sid').resolve()
+    if flavour == 'debug':
+        return _sibling('debugkernel').meta()['kver']
     if flavour in _resolved:
         return _resolved[flavour]
     meta, prefix = FLAVOURS[flavour]
@@ -273,6 +304,11 @@ def fetch(kver):
 
 def kernel(flavour):
     """Resolve, fetch if needed, and describe the kernel of a flavour."""
+    _check_flavour(flavour)
+    if flavour == 'sid':
+        return _sibling('sid').kernel()
+    if flavour == 'debug':
+        return _sibling('debugkernel').kernel()
     kver = resolve(flavour)
     k = Kernel(flavour, kver, fetch(kver))
     (kernels_dir() / f'{flavour}.kver').write_text(kver + '\n')
@@ -282,7 +318,8 @@ def kernel(flavour):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('flavours', nargs='*', default=list(FLAVOURS),
-                    help='flavours (default: all): ' + ' '.join(FLAVOURS))
+                    help='flavours (default: all): ' + ' '.join(FLAVOURS)
+                    + '; also: ' + ' '.join(OTHER_FLAVOURS))
     ap.add_argument('--resolve', action='store_true',
                     help='only print the versions, fetch nothing')
     a = ap.parse_args(argv)
