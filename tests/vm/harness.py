@@ -114,8 +114,12 @@ def _normalise(commands):
 def _new_rundir(flavour):
     base = Path(os.environ.get('CGE_RUNS') or REPO / '.build' / 'vm-runs')
     base.mkdir(parents=True, exist_ok=True)
+    # Only finished runs: another process's guest may still be writing to
+    # its run directory (a day-old one without the marker was abandoned).
+    stale = time.time() - 86400
     runs = sorted((p for p in base.iterdir()
-                   if p.is_dir() and not p.is_symlink()),
+                   if p.is_dir() and not p.is_symlink() and
+                   ((p / '.done').exists() or p.stat().st_mtime < stale)),
                   key=lambda p: p.stat().st_mtime)
     for old in runs[:-KEEP_RUNS]:
         shutil.rmtree(old, ignore_errors=True)
@@ -219,6 +223,7 @@ def run_vm(flavour, commands, timeout=300, cpus=2, mem='1G', append='',
         proc.kill()
         res.exit_status = proc.wait()
     pump.join(10)
+    (rundir / '.done').touch()
     res.duration = time.monotonic() - t0
     res.boot_time = state.get('boot')
     res.console = (_read(res.console_path) or '').replace('\r', '')
