@@ -98,7 +98,6 @@ static void cge_rapl_resync(struct cge_pkg *pkg)
 			cge_rapl_counter_resync(&pkg->ctr[d], raw);
 	}
 	cge_rapl_resync_cores(pkg);
-	cge_source_health.resyncs++;
 }
 
 /* AMD per-core energy: counters kept per CPU, read on that CPU. */
@@ -229,7 +228,6 @@ int cge_rapl_detect(struct cge_pkg *pkgs, unsigned int npkg)
 								  cge_unit_esu));
 		cge_rapl_resync(&pkgs[p]);
 	}
-	cge_source_health.resyncs = 0;
 	cge_rapl_source.domains = cge_rapl_domains;
 	return 0;
 }

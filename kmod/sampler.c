@@ -291,6 +291,7 @@ static void cge_sample_locked(void)
 	if (atomic_xchg(&cge_resync_pending, 0)) {
 		for (p = 0; p < cge_npkg; p++)
 			cge_source->resync(&cge_pkgs[p]);
+		cge_source_health.resyncs++;
 	}
 	if (now >= cge_reap_due_ns) {
 		cge_cgstate_reap();

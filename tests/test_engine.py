@@ -37,6 +37,7 @@ def test_load_and_mount(res):
     assert r['mountpoint_created']
     assert r['info']['source'] == 'model'     # QEMU has no RAPL
     assert r['info']['interval_ms'] == 100
+    assert r['info']['cgroup2'] == 'in_use'
     assert r['root_mode'] == '0o440'
 
 
@@ -149,6 +150,12 @@ def test_hotplug_keeps_conservation(res):
     r = ok(res, 's_hotplug')
     assert r['offline_ok'] and r['online_ok']
     assert close(r['usage'], r['kernel'], 0.03, 30000), r
+
+
+def test_resume_resynchronises(res):
+    r = ok(res, 's_suspend')
+    assert r['rc'] == 0, r['err']          # a suspend test cycle
+    assert r['resyncs'] == 1 and r['root_ok'], r
 
 
 def test_root_conservation_exact(res):

@@ -219,6 +219,20 @@ def s_hotplug(ctx):
             'usage': stat('hp')['usage_usec'], 'kernel': cpu_usage('hp')}
 
 
+def s_suspend(ctx):
+    # A suspend cycle with PM_DEBUG's freezer test: the PM notifiers run,
+    # tasks freeze and thaw, the machine does not sleep (QEMU without KVM
+    # does not wake from suspend-to-idle).
+    before = info()['counter_resyncs']
+    p = sh('echo freezer > /sys/power/pm_test && '
+           'echo freeze > /sys/power/state; rc=$?; '
+           'echo none > /sys/power/pm_test; exit $rc', check=False)
+    settle()
+    return {'rc': p.returncode, 'err': p.stderr,
+            'resyncs': info()['counter_resyncs'] - before,
+            'root_ok': conservation_ok(read_root())}
+
+
 def s_conservation(ctx):
     for _ in range(200):
         read_root()
@@ -257,5 +271,5 @@ if __name__ == '__main__':
     ctx = {'churn': int(os.environ.get('CGE_CHURN', 10000)), 'repo': REPO}
     scenarios([s_load, s_accuracy, s_equal_pinned, s_twice, s_parent_sum,
                s_removed_child, s_short_lived, s_overflow, s_permissions,
-               s_namespace, s_bad_input, s_churn, s_hotplug, s_conservation,
+               s_namespace, s_bad_input, s_churn, s_hotplug, s_suspend, s_conservation,
                s_energystat, s_unload], ctx)
