@@ -282,8 +282,8 @@ bool cge_cgstate_read_locked(u64 cgid, struct cge_stat *out)
 }
 
 /*
- * Whether cgroup v2 is in use: without it (a v1-only host) every task sits
- * in the default hierarchy's root and is charged there.
+ * Whether cgroup v2 has cgroups: without any (a v1-only host, or none made
+ * yet) every task sits in the default hierarchy's root and is charged there.
  */
 bool cge_cgstate_v2_in_use(void)
 {

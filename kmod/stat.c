@@ -129,7 +129,7 @@ int cge_info_show(struct seq_file *m)
 	seq_printf(m, "records %llu\n", records);
 	seq_printf(m, "record_bytes %llu\n", bytes);
 	seq_printf(m, "cgroup2 %s\n", cge_cgstate_v2_in_use() ? "in_use" :
-		   "unused (every task is charged to the root)");
+		   "no_cgroups (every task is charged to the root)");
 	cge_probe_selftime(&timed, &ns);
 	if (timed) {
 		seq_printf(m, "probe_timed_calls %llu\n", timed);

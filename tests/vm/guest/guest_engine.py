@@ -236,7 +236,8 @@ def s_suspend(ctx):
 def s_conservation(ctx):
     for _ in range(200):
         read_root()
-    return {'reads': len(ROOT_READS), 'exact': sum(ROOT_READS)}
+    return {'reads': len(ROOT_READS), 'exact': sum(ROOT_READS),
+            'cgroup2': info()['cgroup2']}
 
 
 def s_energystat(ctx):
