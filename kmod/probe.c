@@ -26,6 +26,7 @@
 struct cge_cpu {
 	bool tracking;		/* CPU online: charge its time */
 	struct task_struct *cur; /* whose runtime start_rt is; never deref'd */
+	u64 cur_cgid;		/* the cgroup cur's runtime is charged to */
 	u64 start_rt;		/* cur's sum_exec_runtime, charged up to */
 	u64 busy_ns;		/* CPU time charged since the last drain */
 	u64 drain_ns;		/* local_clock() at the last drain */
@@ -41,6 +42,7 @@ struct cge_cpu {
  */
 static DEFINE_PER_CPU(struct cge_cpu, cge_cpu);
 static struct tracepoint *cge_tp;
+static struct tracepoint *cge_attach_tp;
 static enum cpuhp_state cge_hp_state;
 
 static inline u64 cge_task_cgid(struct task_struct *p)
@@ -49,15 +51,17 @@ static inline u64 cge_task_cgid(struct task_struct *p)
 }
 
 /*
- * The id of the parent of @p's cgroup, or 0. Looked up only when a slot is
+ * The id of the parent of @cgid, @p's cgroup, or 0 if @p has moved since.
+ * Looked up only when a slot is
  * created, so the sampler can find the nearest ancestor of a cgroup removed
  * before the drain.
  */
-static u64 cge_parent_cgid(struct task_struct *p)
+static u64 cge_parent_cgid(struct task_struct *p, u64 cgid)
 {
-	struct cgroup *pcg = cgroup_parent(task_dfl_cgroup(p));
+	struct cgroup *cg = task_dfl_cgroup(p);
+	struct cgroup *pcg = cgroup_parent(cg);
 
-	return pcg ? cgroup_id(pcg) : 0;
+	return pcg && cgroup_id(cg) == cgid ? cgroup_id(pcg) : 0;
 }
 
 /*
@@ -91,7 +95,7 @@ static void cge_charge(struct cge_cpu *c, struct task_struct *p, u64 cgid,
 		}
 	}
 	if (unlikely(s->nr == CGE_SLOTS)) {
-		u64 parent = cge_parent_cgid(p);
+		u64 parent = cge_parent_cgid(p, cgid);
 
 		c->overflows++;
 		if (!cge_cgstate_overflow(cgid, parent, ns, bg_ns, wakeups) &&
@@ -104,7 +108,7 @@ static void cge_charge(struct cge_cpu *c, struct task_struct *p, u64 cgid,
 	c->hint = s->nr;
 	sl = &s->slot[s->nr++];
 	sl->cgid = cgid;
-	sl->parent_cgid = cge_parent_cgid(p);
+	sl->parent_cgid = cge_parent_cgid(p, cgid);
 	sl->ns = 0;
 	sl->bg_ns = 0;
 	sl->wakeups = 0;
@@ -131,15 +135,18 @@ static void cge_charge_task(struct cge_cpu *c, struct task_struct *p)
 	/* Only a task whose start we saw (not one running when we attached). */
 	if (unlikely(p != c->cur)) {
 		c->cur = p;
+		c->cur_cgid = cge_task_cgid(p);
 		return;
 	}
 	c->busy_ns += delta;
-	cge_charge(c, p, cge_task_cgid(p), delta, 0);
+	cge_charge(c, p, c->cur_cgid, delta, 0);
 }
 
-static inline void cge_switch_in(struct cge_cpu *c, struct task_struct *p)
+static inline void cge_switch_in(struct cge_cpu *c, struct task_struct *p,
+				 u64 cgid)
 {
 	c->cur = p;
+	c->cur_cgid = cgid;
 	c->start_rt = READ_ONCE(p->se.sum_exec_runtime);
 }
 
@@ -212,13 +219,16 @@ static __always_inline void cge_probe_body(struct cge_cpu *c,
 					   struct task_struct *prev,
 					   struct task_struct *next)
 {
+	u64 cgid;
+
 	if (!is_idle_task(prev))
 		cge_charge_task(c, prev);
 	if (!is_idle_task(next)) {
-		cge_switch_in(c, next);
+		cgid = cge_task_cgid(next);
+		cge_switch_in(c, next, cgid);
 		/* Leaving the idle task to run a task: one wakeup. */
 		if (is_idle_task(prev))
-			cge_charge(c, next, cge_task_cgid(next), 0, 1);
+			cge_charge(c, next, cgid, 0, 1);
 	}
 }
 
@@ -232,8 +242,11 @@ static void cge_close_interval(struct cge_cpu *c)
 	u64 now = local_clock();
 	u64 wall = now - c->drain_ns;
 
-	if (!is_idle_task(current))
+	if (!is_idle_task(current)) {
 		cge_charge_task(c, current);
+		/* A task moved by another process: its new cgroup from now on. */
+		c->cur_cgid = cge_task_cgid(current);
+	}
 	c->s.idle_ns += wall > c->busy_ns ? wall - c->busy_ns : 0;
 	c->busy_ns = 0;
 	c->drain_ns = now;
@@ -299,7 +312,9 @@ static int cge_cpu_online(unsigned int cpu)
 	local_irq_save(flags);
 	c->drain_ns = local_clock();
 	c->busy_ns = 0;
-	cge_switch_in(c, current);
+	rcu_read_lock();
+	cge_switch_in(c, current, cge_task_cgid(current));
+	rcu_read_unlock();
 	c->tracking = true;
 	local_irq_restore(flags);
 	return 0;
@@ -319,17 +334,47 @@ static int cge_cpu_offline(unsigned int cpu)
 	return 0;
 }
 
+/*
+ * A task that moves itself to another cgroup (as `echo $$ > cgroup.procs`,
+ * systemd and container runtimes do before exec): charge its runtime so far
+ * to the cgroup it leaves, as cpu.stat does. Process context, after the move.
+ */
+static void cge_attach_probe(void *data, struct cgroup *dst, const char *path,
+			     struct task_struct *task, bool threadgroup)
+{
+	struct cge_cpu *c;
+	unsigned long flags;
+	u64 cgid;
+
+	if (task != current)
+		return;
+	local_irq_save(flags);
+	c = this_cpu_ptr(&cge_cpu);
+	if (c->tracking && c->cur == current) {
+		rcu_read_lock();
+		cgid = cge_task_cgid(current);	/* dst may be a v1 cgroup */
+		rcu_read_unlock();
+		if (cgid != c->cur_cgid) {
+			cge_charge_task(c, current);
+			c->cur_cgid = cgid;
+		}
+	}
+	local_irq_restore(flags);
+}
+
 static void cge_find_tp(struct tracepoint *tp, void *priv)
 {
 	if (!strcmp(tp->name, "sched_switch"))
-		*(struct tracepoint **)priv = tp;
+		cge_tp = tp;
+	else if (!strcmp(tp->name, "cgroup_attach_task"))
+		cge_attach_tp = tp;
 }
 
 int cge_probe_init(void)
 {
 	int ret;
 
-	for_each_kernel_tracepoint(cge_find_tp, &cge_tp);
+	for_each_kernel_tracepoint(cge_find_tp, NULL);
 	if (!cge_tp) {
 		pr_err("tracepoint sched_switch not found\n");
 		return -ENOENT;
@@ -345,12 +390,22 @@ int cge_probe_init(void)
 	if (ret) {
 		pr_err("cannot attach to sched_switch: %d\n", ret);
 		cpuhp_remove_state(cge_hp_state);
+		return ret;
 	}
-	return ret;
+	/* Without it, a self-moved task's first slice goes to its new cgroup. */
+	if (!cge_attach_tp ||
+	    tracepoint_probe_register(cge_attach_tp, cge_attach_probe, NULL)) {
+		pr_warn("cannot attach to cgroup_attach_task\n");
+		cge_attach_tp = NULL;
+	}
+	return 0;
 }
 
 void cge_probe_exit(void)
 {
+	if (cge_attach_tp)
+		tracepoint_probe_unregister(cge_attach_tp, cge_attach_probe,
+					    NULL);
 	tracepoint_probe_unregister(cge_tp, cge_probe, NULL);
 	tracepoint_synchronize_unregister();
 	cpuhp_remove_state(cge_hp_state);

@@ -37,7 +37,7 @@ def test_load_and_mount(res):
     assert r['mountpoint_created']
     assert r['info']['source'] == 'model'     # QEMU has no RAPL
     assert r['info']['interval_ms'] == 100
-    assert r['info']['cgroup2'] == 'no_cgroups'  # a fresh guest
+    assert r['info']['cgroup2'].startswith('no_cgroups')  # a fresh guest
     assert r['root_mode'] == '0o440'
 
 
