@@ -52,9 +52,8 @@ static inline u64 cge_task_cgid(struct task_struct *p)
 
 /*
  * The id of the parent of @cgid, @p's cgroup, or 0 if @p has moved since.
- * Looked up only when a slot is
- * created, so the sampler can find the nearest ancestor of a cgroup removed
- * before the drain.
+ * Looked up only when a slot is created, so the sampler can find the
+ * nearest ancestor of a cgroup removed before the drain.
  */
 static u64 cge_parent_cgid(struct task_struct *p, u64 cgid)
 {
