@@ -7,8 +7,9 @@ DEBUG_OBJECTS and KMEMLEAK, cached by its configuration.
 
 The config is `allnoconfig` plus FRAGMENT (forced through KCONFIG_ALLCONFIG):
 only what the guest and the module need (SMP, CPU hotplug, PREEMPT, cgroups
-and namespaces, tracepoints, PCI, virtio, 9p and the serial console built in,
-PVH boot), so it builds much faster than defconfig.  Nothing is a module: the
+and namespaces, tracepoints, PCI, virtio, 9p and the serial console built in),
+so it builds much faster than defconfig (23 min at nice 19 on 2 shared cores,
+against 30 for defconfig) and boots to the guest init in about 20 s under TCG.  Nothing is a module: the
 initramfs loads nothing and `modprobe --show-depends` finds virtio/9p in
 modules.builtin.
 
@@ -19,7 +20,8 @@ Cache, under $CGE_CACHE (default /var/cache/cgroup-energy):
   debug-kernel/<key>/root/     boot/config-<kver>, boot/vmlinuz-<kver>,
                                lib/modules/<kver>/ (modules.builtin, depmod),
                                usr/src/linux-headers-<kver> -> build
-  debug-kernel/<key>/vmlinux-pvh   the ELF vmlinux (PVH entry, no decompression)
+  debug-kernel/<key>/boot-bzimage  tells pvh.py to boot the bzImage: the PVH
+                               entry of this KASAN build dies before printing
   debug-kernel/<key>/meta.json     written last: kver, build seconds, key inputs
 <key> hashes FRAGMENT, the linux-source package version and the gcc version.
 An interrupted build resumes (make is incremental in build/).  Builds run
@@ -305,9 +307,10 @@ def _install(kd, build, kver):
     r = _run(['depmod', '-b', str(root), kver])
     if r.returncode != 0:
         raise DebugKernelError(f'depmod -b {root} {kver}: {r.stderr}')
-    tmp = kd / '.vmlinux-pvh.tmp'
-    shutil.copy2(build / 'vmlinux', tmp)
-    tmp.rename(kd / 'vmlinux-pvh')
+    # The PVH entry of this KASAN build triple-faults before the console is
+    # up (QEMU exits at once); the bzImage boots (21 s to the guest init).
+    (kd / 'boot-bzimage').write_text('PVH entry dies under KASAN\n')
+    (kd / 'vmlinux-pvh').unlink(missing_ok=True)
 
 
 def build(config_only=False):

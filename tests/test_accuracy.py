@@ -1,0 +1,63 @@
+# SPDX-License-Identifier: GPL-2.0
+"""usage_usec against cpu.stat with nohz_full=1 on the kernel command line
+(CPU 1 of the 2-CPU guest runs tickless when one task is on it), compared on
+quiet cgroups, one boot per selected flavour (CGE_FLAVOURS).  The module
+charges the scheduler's own per-task runtime at every switch, so a stopped
+tick must not change what it counts.
+
+CGE_ACCURACY_MODES="nohz plain" also boots without nohz_full (the README's
+table comes from such a run); default "nohz".  Results are kept in
+.build/accuracy/<flavour>-<mode>.json.
+"""
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from workload import cgwork, guest_json
+
+REPO = Path(__file__).resolve().parents[1]
+APPEND = {'nohz': 'nohz_full=1', 'plain': ''}
+MODES = (os.environ.get('CGE_ACCURACY_MODES') or 'nohz').split()
+
+
+@pytest.fixture(scope='module', params=MODES)
+def res(request, vm, vm_flavour, cge_ko):
+    mode = request.param
+    r = vm.run({'run': f'/usr/bin/python3 tests/vm/guest/guest_accuracy.py '
+                f'{cge_ko} {cgwork()}'},
+               flavour=vm_flavour, append=APPEND[mode], timeout=600)
+    out = guest_json(r)
+    out['_mode'] = mode
+    d = REPO / '.build/accuracy'
+    d.mkdir(parents=True, exist_ok=True)
+    (d / f'{vm_flavour}-{mode}.json').write_text(json.dumps(out, indent=1)
+                                                 + '\n')
+    return out
+
+
+def close(ours, kernel, rel, abs_usec):
+    return abs(ours - kernel) <= max(rel * kernel, abs_usec)
+
+
+def test_nohz_full_active(res):
+    r = res['s_env']
+    assert 'error' not in r, r['error']
+    if res['_mode'] == 'nohz':
+        assert r['nohz_full'] == '1', r
+
+
+@pytest.mark.parametrize('cg', ['busy_cpu1', 'busy', 'sleeper', 'fifo_cpu1'])
+def test_usage_matches_cpu_stat(res, cg):
+    r = res['s_accuracy']
+    assert 'error' not in r, r['error']
+    assert r[cg]['kernel'] > 0
+    assert close(r[cg]['ours'], r[cg]['kernel'], 0.03, 30000), r[cg]
+
+
+def test_short_lived_processes(res):
+    r = res['s_accuracy']
+    assert 'error' not in r, r['error']
+    assert close(r['spawn']['ours'], r['spawn']['kernel'], 0.10, 0), r['spawn']
+    assert r['root_ok']

@@ -1,0 +1,127 @@
+# SPDX-License-Identifier: GPL-2.0
+"""Stress suite with the module loaded, on the debug kernel (KASAN, lockdep,
+DEBUG_ATOMIC_SLEEP, DEBUG_PREEMPT, DEBUG_OBJECTS, KMEMLEAK; built from
+linux-source-6.1 by tests/vm/debugkernel.py) and, lighter, on the stock
+6.1-rt kernel.  One boot per flavour runs tests/vm/guest/guest_stress.py:
+cgroup churn while tasks migrate, readers of every energy.stat and parameter
+changes mid-flight; unload/reload under a context-switch storm; CPU
+offline/online loops; conservation; kmemleak scans.  Any lockdep, KASAN,
+atomic-sleep or debug-objects report fails the run (the harness fails on
+every splat in the console or dmesg; the guest also lists them).
+
+Not part of the `vm` stage (it is not parametrised by CGE_FLAVOURS): select
+with CGE_STRESS_FLAVOURS="debug 6.1-rt" (the default); sizes per flavour in
+SIZES, scaled by CGE_STRESS_SCALE (e.g. 0.2 for a quick run).  Each run's
+measurements are kept in .build/stress/<flavour>.json.
+"""
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from workload import cgwork, guest_json
+
+REPO = Path(__file__).resolve().parents[1]
+FLAVOURS = (os.environ.get('CGE_STRESS_FLAVOURS') or 'debug 6.1-rt') \
+    .replace(',', ' ').split()
+# flavour -> (cgroups, reload cycles, hotplug cycles, VM timeout s, memory)
+SIZES = {'debug': (5000, 6, 10, 1800, '1536M'),
+         '6.1-rt': (1000, 5, 5, 600, '1G')}
+DEFAULT_SIZE = (1000, 5, 5, 600, '1G')
+SCALE = float(os.environ.get('CGE_STRESS_SCALE', 1))
+
+pytestmark = pytest.mark.vm
+
+
+@pytest.fixture(scope='module', params=FLAVOURS)
+def res(request, vm):
+    flavour = request.param
+    n, reloads, hotplug, timeout, mem = SIZES.get(flavour, DEFAULT_SIZE)
+    n, reloads, hotplug = (max(1, int(x * SCALE))
+                           for x in (n, reloads, hotplug))
+    ko = vm.build_module(flavour)
+    tool = cgwork()
+    r = vm.run({'run': f'CGE_STRESS_CGROUPS={n} CGE_STRESS_RELOADS={reloads} '
+                f'CGE_STRESS_HOTPLUG={hotplug} /usr/bin/python3 '
+                f'tests/vm/guest/guest_stress.py {ko} {tool}'},
+               flavour=flavour, timeout=timeout, mem=mem)
+    out = guest_json(r)
+    out['_flavour'] = flavour
+    out['_sizes'] = {'cgroups': n, 'reloads': reloads, 'hotplug': hotplug}
+    out['_vm'] = {'boot_s': r.boot_time, 'total_s': round(r.duration, 1)}
+    d = REPO / '.build/stress'
+    d.mkdir(parents=True, exist_ok=True)
+    (d / f'{flavour}.json').write_text(json.dumps(out, indent=1) + '\n')
+    return out
+
+
+def ok(res, name):
+    r = res[name]
+    assert 'error' not in r, r['error']
+    return r
+
+
+def close(ours, kernel, rel, abs_usec):
+    return abs(ours - kernel) <= max(rel * kernel, abs_usec)
+
+
+def test_debug_facilities_on(res):
+    r = ok(res, 's_env')
+    assert r['reports_at_boot'] == [], r['reports_at_boot']
+    if res['_flavour'] == 'debug':
+        assert r['kasan'] and r['lockdep'] and r['kmemleak'], r
+        assert r['debug_locks'] == 1, r
+    if res['_flavour'].endswith('-rt'):
+        assert r['rt'], r['version']
+
+
+def test_churn_with_migration_readers_and_params(res):
+    r = ok(res, 's_churn')
+    assert r['created'] == res['_sizes']['cgroups']
+    assert r['removed'] == r['created'] and r['left'] == [], r['left']
+    assert r['moves']['ok'] > 0
+    assert r['readers']['reads'] > 0
+    assert r['readers']['bad_conservation'] == 0, r['readers']
+    assert r['params']['done'] > 0 and r['params']['refused'] == {}, \
+        r['params']
+    assert r['root_ok']
+    # The churn cgroup is quiet now: its usage agrees with cpu.stat.
+    assert close(r['usage'], r['kernel'], 0.05, 50000), r
+
+
+def test_reload_under_storm(res):
+    r = ok(res, 's_reload')
+    assert len(r['cycles']) == res['_sizes']['reloads']
+    assert all(c['ok'] for c in r['cycles']), r['cycles']
+    assert r['loaded']
+
+
+def test_hotplug_loops(res):
+    r = ok(res, 's_hotplug')
+    assert 'skipped' not in r, r
+    assert all(r['conservation']) and len(r['conservation']) == \
+        2 * res['_sizes']['hotplug'], r
+    assert r['online'] == '1'
+    assert r['readers']['bad_conservation'] == 0, r['readers']
+
+
+def test_conservation_exact_at_the_end(res):
+    r = ok(res, 's_final')
+    assert r['exact'] == r['reads'], r['root']
+    q = r['quiet']
+    assert close(q['ours'], q['kernel'], 0.03, 30000), q
+
+
+def test_no_kmemleak_report_involves_the_module(res):
+    r = ok(res, 's_kmemleak')
+    if res['_flavour'] == 'debug':
+        assert 'skipped' not in r, r
+    assert r.get('module', 0) == 0, '\n'.join(r['module_reports'])
+
+
+def test_no_kernel_reports(res):
+    r = ok(res, 's_reports')
+    assert r['reports'] == [], '\n'.join(r['reports'])
+    if res['_flavour'] == 'debug':
+        assert r['debug_locks'] == 1      # lockdep never turned itself off

@@ -1,0 +1,72 @@
+# SPDX-License-Identifier: GPL-2.0
+"""usage_usec against cpu.stat on quiet cgroups, run inside the VM by
+tests/test_accuracy.py (typically with nohz_full=1 on the command line):
+
+    python3 guest_accuracy.py cgroup_energy.ko cgwork
+
+Workloads, each in its own cgroup, compared once the cgroup is quiet: a busy
+loop pinned to CPU 1 (the nohz_full CPU when nohz_full=1: its tick stops), a
+busy loop left to the scheduler, a 2 ms sleeper, a SCHED_FIFO busy loop on
+CPU 1, 300 short-lived processes.  Prints 'CGE-RESULT {json}'.
+"""
+import os
+from pathlib import Path
+
+from common import (CG, EN, Work, conservation_ok, cpu_usage, info,
+                    main_args, mkcg, scenarios, settle, sh, stat)
+
+KO, CGWORK = main_args()
+W = Work(CGWORK)
+
+
+def _read(p):
+    try:
+        return Path(p).read_text().strip()
+    except OSError:
+        return None
+
+
+def s_env(ctx):
+    return {'kver': os.uname().release,
+            'cmdline': _read('/proc/cmdline'),
+            'nohz_full': _read('/sys/devices/system/cpu/nohz_full'),
+            'isolated': _read('/sys/devices/system/cpu/isolated'),
+            'rt': 'PREEMPT_RT' in os.uname().version,
+            'clk_tck': os.sysconf('SC_CLK_TCK')}
+
+
+def s_load(ctx):
+    sh(f'insmod {KO}')
+    sh(f'mount -t cgroup_energy none {EN}')
+    return {'info': info()}
+
+
+def s_accuracy(ctx):
+    cgs = ['busy_cpu1', 'busy', 'sleeper', 'fifo_cpu1', 'spawn']
+    mkcg(*cgs)
+    a = W.start('busy_cpu1', 'busy', 2, cpu=1)
+    a.wait()
+    b = W.start('busy', 'busy', 2)
+    c = W.start('sleeper', 'sleeper', 2000, 2)
+    b.wait()
+    c.wait()
+    sh(f'chrt -f 10 {CGWORK} -c {CG}/fifo_cpu1 -p 1 busy 0.5')
+    W.run('spawn', 'spawn', 300, 2000)
+    settle()
+    out = {}
+    for cg in cgs:
+        ours, kernel = stat(cg)['usage_usec'], cpu_usage(cg)
+        out[cg] = {'ours': ours, 'kernel': kernel, 'diff': ours - kernel,
+                   'rel': (ours - kernel) / kernel if kernel else None}
+    out['root_ok'] = conservation_ok(stat())
+    return out
+
+
+def s_unload(ctx):
+    sh(f'umount {EN}')
+    sh('rmmod cgroup_energy')
+    return {}
+
+
+if __name__ == '__main__':
+    scenarios([s_env, s_load, s_accuracy, s_unload], {})

@@ -1,0 +1,459 @@
+# SPDX-License-Identifier: GPL-2.0
+"""Stress scenarios, run inside the VM by tests/test_stress.py (on the debug
+kernel: KASAN, lockdep, atomic-sleep and preemption checks, debug objects,
+kmemleak; lighter on the stock 6.1-rt kernel):
+
+    python3 guest_stress.py cgroup_energy.ko cgwork
+
+Sizes from the environment: CGE_STRESS_CGROUPS (cgroups created and removed,
+default 5000), CGE_STRESS_RELOADS (unload/reload cycles, 10),
+CGE_STRESS_HOTPLUG (CPU offline/online cycles, 10).
+
+Phases: kernel facts; a kmemleak baseline (what the kernel leaks by itself,
+before the module is loaded) and `clear`; load; cgroup churn with migrating
+tasks, readers of every energy.stat and parameter changes; unload/reload under
+a context-switch storm; CPU offline/online under readers and the storm;
+conservation; kmemleak scans with the module loaded and after it is unloaded.
+Prints one line 'CGE-RESULT {json}'; the host test asserts on it (and the
+harness fails the run on any kernel splat in the console or dmesg).
+"""
+import collections
+import os
+import random
+import re
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+from common import (CG, EN, PARAMS, conservation_ok, cpu_usage, dmesg, info,
+                    kv, main_args, mkcg, scenarios, settle, sh, stat)
+
+KO, CGWORK = main_args()
+KMEMLEAK = Path('/sys/kernel/debug/kmemleak')
+LOCKDEP = Path('/proc/lockdep_stats')
+CPU1 = Path('/sys/devices/system/cpu/cpu1/online')
+N_CGROUPS = int(os.environ.get('CGE_STRESS_CGROUPS', 5000))
+N_RELOADS = int(os.environ.get('CGE_STRESS_RELOADS', 10))
+N_HOTPLUG = int(os.environ.get('CGE_STRESS_HOTPLUG', 10))
+# kernel log lines that mean a debug facility fired
+REPORT = re.compile(r'BUG:|WARNING:|KASAN|kmemleak: .*new suspected|'
+                    r'possible circular locking|inconsistent lock state|'
+                    r'possible recursive locking|lock held when returning|'
+                    r'sleeping function called from invalid context|'
+                    r'ODEBUG:|using smp_processor_id\(\) in preemptible|'
+                    r'suspicious RCU usage|scheduling while atomic|'
+                    r'Call Trace')
+rng = random.Random(1)
+
+
+def write(path, value):
+    Path(path).write_text(str(value))
+
+
+def kernel_reports():
+    return [ln for ln in dmesg().splitlines() if REPORT.search(ln)]
+
+
+def debug_locks():
+    if not LOCKDEP.exists():
+        return None
+    m = re.search(r'debug_locks:\s+(\d+)', LOCKDEP.read_text())
+    return int(m[1]) if m else None
+
+
+# ---- kmemleak -------------------------------------------------------------
+
+def kmemleak_scan(passes=2):
+    """Scan twice (the listing keeps what the last scan still found
+    unreferenced: fewer transient false positives), return the reports as a
+    list of {'head', 'text'}."""
+    time.sleep(5.5)                # kmemleak ignores objects younger than 5 s
+    for _ in range(passes):
+        write(KMEMLEAK, 'scan')
+    return parse_kmemleak(KMEMLEAK.read_text())
+
+
+def parse_kmemleak(text):
+    out = []
+    for block in re.split(r'(?m)^(?=unreferenced object)', text):
+        if block.startswith('unreferenced object'):
+            out.append({'head': block.splitlines()[0], 'text': block})
+    return out
+
+
+# frames of module code: symbolised while loaded, raw module-space addresses
+# (0xffffffffa0000000 and up) once it is gone
+MOD_FRAME = re.compile(r'cgroup_energy|\[<ffffffff[a-f][0-9a-f]{7}>\] '
+                       r'0xffffffff[a-f][0-9a-f]{7}\s*$', re.M)
+
+
+def involves_module(report):
+    return bool(MOD_FRAME.search(report['text']))
+
+
+# ---- background load --------------------------------------------------------
+
+class Storm:
+    """A context-switch storm (hackbench over pipes, else perf bench) in a
+    cgroup, restarted until stopped."""
+
+    def __init__(self, cg='storm'):
+        mkcg(cg)
+        self.cg = CG / cg
+        self.stop_ev = threading.Event()
+        self.proc = None
+        self.runs = 0
+        self.t = threading.Thread(target=self._loop, daemon=True)
+
+    @staticmethod
+    def _cmd():
+        if shutil.which('hackbench'):               # rt-tests
+            return ['hackbench', '-p', '-g', '1', '-f', '2', '-l', '5000000']
+        if shutil.which('perf'):
+            return ['perf', 'bench', 'sched', 'pipe', '-l', '100000000']
+        # one-byte writes through a pipe: a wakeup per byte
+        return ['sh', '-c', 'dd if=/dev/zero bs=1 2>/dev/null | '
+                'dd of=/dev/null bs=1 2>/dev/null']
+
+    @classmethod
+    def tool(cls):
+        return cls._cmd()[0]
+
+    def _loop(self):
+        cmd = self._cmd()
+        while not self.stop_ev.is_set():
+            self.proc = subprocess.Popen(
+                ['sh', '-c', f'echo $$ > {self.cg}/cgroup.procs && exec "$@"',
+                 'storm', *cmd], stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL, start_new_session=True)
+            self.proc.wait()
+            self.runs += 1
+
+    def __enter__(self):
+        self.t.start()
+        time.sleep(0.5)
+        return self
+
+    def __exit__(self, *exc):
+        self.stop_ev.set()
+        for _ in range(50):
+            p = self.proc
+            if p is not None:
+                try:
+                    os.killpg(p.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            if not self.t.is_alive():
+                break
+            self.t.join(0.2)
+
+
+class Readers:
+    """Threads reading every energy.stat (and energy.info) in a loop."""
+
+    def __init__(self, n=1, pause=0.02):
+        self.pause = pause
+        self.stop_ev = threading.Event()
+        self.reads = 0
+        self.bad = []            # root reads that broke conservation
+        self.errors = collections.Counter()
+        self.ts = [threading.Thread(target=self._loop, daemon=True)
+                   for _ in range(n)]
+
+    def _loop(self):
+        while not self.stop_ev.is_set():
+            if not EN.is_dir() or not (EN / 'energy.stat').exists():
+                time.sleep(0.05)
+                continue
+            for dirpath, _, files in os.walk(EN):
+                for f in files:
+                    p = os.path.join(dirpath, f)
+                    try:
+                        s = kv(p)
+                        self.reads += 1
+                        if f == 'energy.stat' and 'total_uj' in s \
+                                and not conservation_ok(s):
+                            self.bad.append(s)
+                    except OSError as e:        # removed under us
+                        self.errors[e.strerror] += 1
+                if self.stop_ev.is_set():
+                    break
+            time.sleep(self.pause)
+
+    def __enter__(self):
+        for t in self.ts:
+            t.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop_ev.set()
+        for t in self.ts:
+            t.join(60)
+
+    def summary(self):
+        return {'reads': self.reads, 'bad_conservation': len(self.bad),
+                'bad_sample': self.bad[:3], 'errors': dict(self.errors)}
+
+
+PARAM_CYCLE = [('interval_ms', v) for v in (1, 7, 50, 100, 250, 100)] + [
+    ('split', 'impact'), ('split', 'time'),
+    ('model_busy_mw', 5000), ('model_idle_mw', 1000),
+    ('model_idle_mw', 500), ('model_busy_mw', 3000),
+    ('model_idle_mw', 740), ('model_busy_mw', 3500)]
+
+
+class ParamChanger:
+    """Cycles interval_ms, split and the model's powers mid-flight."""
+
+    def __init__(self, period=0.2):
+        self.period = period
+        self.stop_ev = threading.Event()
+        self.done = 0
+        self.refused = collections.Counter()
+        self.t = threading.Thread(target=self._loop, daemon=True)
+
+    def _loop(self):
+        i = 0
+        while not self.stop_ev.wait(self.period):
+            name, val = PARAM_CYCLE[i % len(PARAM_CYCLE)]
+            i += 1
+            try:
+                write(PARAMS / name, val)
+                self.done += 1
+            except OSError as e:   # module not loaded, or a refused value
+                self.refused[f'{name}={val}: {e.strerror}'] += 1
+
+    def __enter__(self):
+        self.t.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop_ev.set()
+        self.t.join(30)
+        for name, val in (('interval_ms', 100), ('split', 'time'),
+                          ('model_busy_mw', 3500), ('model_idle_mw', 740)):
+            try:
+                write(PARAMS / name, val)
+            except OSError:
+                pass
+
+
+# ---- scenarios ---------------------------------------------------------------
+
+def s_env(ctx):
+    uname = os.uname()
+    text = dmesg()
+    return {'kver': uname.release, 'version': uname.version,
+            'rt': 'PREEMPT_RT' in uname.version,
+            'ncpus': os.cpu_count(), 'kmemleak': KMEMLEAK.exists(),
+            'lockdep': LOCKDEP.exists(), 'debug_locks': debug_locks(),
+            'kasan': 'KernelAddressSanitizer initialized' in text,
+            'cmdline': Path('/proc/cmdline').read_text().strip(),
+            'reports_at_boot': kernel_reports()}
+
+
+def s_baseline(ctx):
+    """What the kernel leaks by itself: a little churn, hotplug and a storm
+    without the module, a scan, then `clear` so later reports are new."""
+    if not KMEMLEAK.exists():
+        return {'skipped': 'no kmemleak'}
+    mkcg('base')
+    subprocess.run([CGWORK, '-c', str(CG / 'base'), 'hop',
+                    str(CG / 'base'), '50', '1000'], check=True)
+    if CPU1.exists():
+        write(CPU1, 0)
+        write(CPU1, 1)
+    with Storm('base_storm'):
+        time.sleep(2)
+    leaks = kmemleak_scan()
+    write(KMEMLEAK, 'clear')
+    return {'leaks': len(leaks), 'heads': [x['head'] for x in leaks][:20],
+            'module': sum(map(involves_module, leaks)),
+            'sample': [x['text'] for x in leaks][:3]}
+
+
+def s_load(ctx):
+    sh(f'insmod {KO}')
+    sh(f'mount -t cgroup_energy none {EN}')
+    return {'info': info()}
+
+
+def s_churn(ctx):
+    """N cgroups created and removed while tasks migrate between them, with
+    readers of every energy.stat and parameter changes running."""
+    n = N_CGROUPS
+    base = CG / 'churn'
+    mkcg('churn')
+    window = collections.deque()
+    lock = threading.Lock()
+    # sleepers: a wakeup and two switches per period in whatever cgroup they
+    # are in, without taking a whole vCPU from the churn
+    tasks = [subprocess.Popen([CGWORK, '-c', str(base), 'sleeper', str(us),
+                               '100000']) for us in (300, 700, 1500)]
+    moves = {'ok': 0, 'gone': 0}
+    stop = threading.Event()
+
+    def migrate():
+        while not stop.is_set():
+            with lock:
+                live = list(window)
+            p = rng.choice(tasks)           # one move per round: each is
+            dest = rng.choice(live) if live else base    # an RCU sync
+            try:
+                write(dest / 'cgroup.procs', p.pid)
+                moves['ok'] += 1
+            except OSError:
+                moves['gone'] += 1         # removed meanwhile
+            time.sleep(0.02)
+
+    def evict(d):
+        """Move any task out of d and remove it."""
+        for _ in range(100):
+            try:
+                d.rmdir()
+                return
+            except OSError:
+                for pid in (d / 'cgroup.procs').read_text().split():
+                    try:
+                        write(base / 'cgroup.procs', pid)
+                    except OSError:
+                        pass
+                time.sleep(0.02)
+        raise RuntimeError(f'cannot remove {d}')
+
+    mover = threading.Thread(target=migrate, daemon=True)
+    t0 = time.time()
+    created = removed = 0
+    with Readers() as rd, ParamChanger() as pc:
+        mover.start()
+        try:
+            for i in range(n):
+                d = base / f'c{i}'
+                if i % 10 == 9:                  # some nested ones
+                    d = window[-1] / f'n{i}' if window else d
+                d.mkdir()
+                created += 1
+                with lock:
+                    window.append(d)
+                    old = window.popleft() if len(window) > 24 else None
+                if old is not None:
+                    # a nested child goes before its parent
+                    for child in sorted(old.glob('n*')):
+                        with lock:
+                            if child in window:
+                                window.remove(child)
+                        evict(child)
+                        removed += 1
+                    evict(old)
+                    removed += 1
+        finally:
+            stop.set()
+            mover.join(30)
+            for p in tasks:
+                p.kill()
+                p.wait()
+            with lock:
+                rest = list(window)
+            for d in reversed(rest):
+                if d.exists():
+                    evict(d)
+                    removed += 1
+        readers, params = rd.summary(), {'done': pc.done,
+                                         'refused': dict(pc.refused)}
+    churn_s = time.time() - t0
+    time.sleep(3.5)                # two reaper passes
+    settle()
+    return {'created': created, 'removed': removed,
+            'left': sorted(p.name for p in base.iterdir() if p.is_dir()),
+            'seconds': round(churn_s, 1), 'moves': moves,
+            'readers': readers, 'params': params, 'info': info(),
+            'usage': stat('churn')['usage_usec'],
+            'kernel': cpu_usage('churn'),
+            'root_ok': conservation_ok(stat())}
+
+
+def s_reload(ctx):
+    """Unload/reload cycles under a context-switch storm."""
+    cycles = []
+    sh(f'umount {EN}')
+    sh('rmmod cgroup_energy')
+    with Storm() as st:
+        for i in range(N_RELOADS):
+            t0 = time.time()
+            sh(f'insmod {KO} interval_ms={(1, 10, 100)[i % 3]}')
+            sh(f'mount -t cgroup_energy none {EN}')
+            time.sleep(0.3)
+            s = stat()
+            storm = stat('storm') if (EN / 'storm').is_dir() else {}
+            sh(f'umount {EN}')
+            sh('rmmod cgroup_energy')
+            cycles.append({'ok': conservation_ok(s),
+                           'storm_usage': storm.get('usage_usec', 0),
+                           'seconds': round(time.time() - t0, 2)})
+        runs = st.runs
+    sh(f'insmod {KO}')
+    sh(f'mount -t cgroup_energy none {EN}')
+    return {'cycles': cycles, 'storm_runs': runs, 'storm': Storm.tool(),
+            'loaded': os.path.isdir('/sys/module/cgroup_energy')}
+
+
+def s_hotplug(ctx):
+    """CPU1 offline/online under the storm, readers and parameter changes."""
+    if not CPU1.exists():
+        return {'skipped': 'cpu1 cannot go offline'}
+    oks = []
+    with Storm(), Readers() as rd, ParamChanger(0.3):
+        for _ in range(N_HOTPLUG):
+            write(CPU1, 0)
+            time.sleep(0.3)
+            oks.append(conservation_ok(stat()))
+            write(CPU1, 1)
+            time.sleep(0.3)
+            oks.append(conservation_ok(stat()))
+        readers = rd.summary()
+    settle()
+    return {'cycles': N_HOTPLUG, 'conservation': oks,
+            'online': CPU1.read_text().strip(), 'readers': readers}
+
+
+def s_final(ctx):
+    """Quiet system: conservation exact, usage against cpu.stat."""
+    mkcg('quiet')
+    subprocess.run([CGWORK, '-c', str(CG / 'quiet'), 'busy', '1'], check=True)
+    settle()
+    reads = [stat() for _ in range(50)]
+    return {'exact': sum(map(conservation_ok, reads)), 'reads': len(reads),
+            'root': reads[-1], 'quiet': {'ours': stat('quiet')['usage_usec'],
+                                         'kernel': cpu_usage('quiet')},
+            'info': info()}
+
+
+def s_kmemleak(ctx):
+    if not KMEMLEAK.exists():
+        sh(f'umount {EN}')
+        sh('rmmod cgroup_energy')
+        return {'skipped': 'no kmemleak'}
+    loaded = kmemleak_scan()
+    sh(f'umount {EN}')
+    sh('rmmod cgroup_energy')
+    unloaded = kmemleak_scan()
+    allr = {x['head']: x for x in loaded + unloaded}.values()
+    mod = [x for x in allr if involves_module(x)]
+    return {'loaded': len(loaded), 'unloaded': len(unloaded),
+            'module': len(mod), 'module_reports': [x['text'] for x in mod][:10],
+            'other_heads': [x['head'] for x in allr
+                            if not involves_module(x)][:20],
+            'other_sample': [x['text'] for x in allr
+                             if not involves_module(x)][:3]}
+
+
+def s_reports(ctx):
+    return {'reports': kernel_reports(), 'debug_locks': debug_locks()}
+
+
+if __name__ == '__main__':
+    scenarios([s_env, s_baseline, s_load, s_churn, s_reload, s_hotplug,
+               s_final, s_kmemleak, s_reports], {})
