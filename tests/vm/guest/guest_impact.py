@@ -21,15 +21,23 @@ def s_load(ctx):
 
 
 def side_by_side(tag):
-    """A busy loop on CPU 0 and a 2 ms sleeper on CPU 1, in two cgroups."""
+    """A busy loop on CPU 0 and a 2 ms sleeper on CPU 1, in two cgroups;
+    measured in steady state (from 1 s in), not across process start-up."""
     busy, sleeper = f'{tag}_busy', f'{tag}_sleep'
     mkcg(busy, sleeper)
-    a = W.start(busy, 'busy', RUN_S, cpu=0)
-    b = W.start(sleeper, 'sleeper', 2000, RUN_S, cpu=1)
+    a = W.start(busy, 'busy', RUN_S + 1, cpu=0)
+    b = W.start(sleeper, 'sleeper', 2000, RUN_S + 1, cpu=1)
+    time.sleep(1)
+    settle(1)
+    b0, s0 = stat(busy), stat(sleeper)
     a.wait()
     b.wait()
     settle()
-    return {'busy': stat(busy), 'sleeper': stat(sleeper), 'seconds': RUN_S}
+    b1, s1 = stat(busy), stat(sleeper)
+    return {'busy': b1, 'sleeper': s1,
+            'busy_delta': {k: b1[k] - b0[k] for k in b1},
+            'sleeper_delta': {k: s1[k] - s0[k] for k in s1},
+            'seconds': RUN_S}
 
 
 def s_split_impact(ctx):
