@@ -1,0 +1,697 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0
+"""make bench: the module's overhead, measured in QEMU (TCG) guests.
+
+Boots Debian's 6.1 kernel once and runs, in that boot (bench/guest_bench.py):
+context-switch throughput without a probe (A), with cgroup_energy (B) and
+with an eBPF peer (C, bench/ebpf_peer.bt under bpftrace) in alternation;
+the self-timing build's nanoseconds per switch; the eBPF peer's own cost per
+call; sampler cost and memory with 10, 1,000 and 10,000 cgroups. Then boots
+6.1-rt for cyclictest with and without the module. Writes
+bench/results/latest.json and latest.md and prints the table.
+
+Timing in a TCG guest varies by about 15 % from run to run (DESIGN.md 5):
+every ratio is the median of pairwise ratios of adjacent runs, with min and
+max. The figures are relative; on a real host see README.md, "Overhead".
+
+  bench.py [--pairs-b N] [--pairs-c N] [--no-rt] [--only SECTIONS]
+           [--out DIR] [--record-baseline] [--local [--kdir DIR]]
+"""
+import argparse
+import datetime
+import json
+import os
+import platform
+import re
+import shlex
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / 'tests'))
+from vm import build, harness, kernels  # noqa: E402
+
+BENCH = REPO / 'bench'
+GUEST = BENCH / 'guest_bench.py'
+PEER = BENCH / 'ebpf_peer.bt'
+RESULTS = BENCH / 'results'
+BASELINE = BENCH / 'baseline.json'
+FLAVOUR = '6.1'
+RT_FLAVOUR = '6.1-rt'
+PY = '/usr/bin/python3'
+SECTIONS = ('tools', 'throughput', 'selftime', 'ebpfcost', 'sampler',
+            'cyclictest')
+
+# Targets (the issue): B/A >= 0.97; <= 256 B per cgroup, <= 4 KiB per CPU;
+# <= 50 ns per switch on bare metal (a TCG figure is not comparable).
+TARGET_RATIO = 0.97
+TARGET_CGROUP_BYTES = 256
+TARGET_CPU_BYTES = 4096
+TARGET_NS_BARE_METAL = 50
+# make check (tests/test_bench.py): only a gross regression fails.
+GROSS_RATIO = 0.85
+GROSS_NS_FACTOR = 3.0
+
+# The short version for make check: pipe only, B only, 16 pairs.
+SHORT = {'pairs': 16, 'pipe_loops': 4000, 'selftime_reps': 3}
+
+
+def short_commands(ko, selfko):
+    """The guest commands of the short version (tests/test_bench.py)."""
+    return {
+        'throughput': guest('throughput', ko=ko, pairs_b=SHORT['pairs'],
+                            pairs_c=0, pipe_loops=SHORT['pipe_loops'],
+                            hb_loops=0),
+        'selftime': guest('selftime', ko=selfko, reps=SHORT['selftime_reps'],
+                          pipe_loops=SHORT['pipe_loops'], hb_loops=0),
+    }
+
+
+def gross_regression(tput, selftime, baseline):
+    """Problems worth failing make check for, from the short version's
+    results: [] if none. The self-timed figure is compared as the share of
+    the benchmark's time spent in the probe (ns per switch times switches
+    per second), which does not move with the guest's speed (the host's
+    load); the baseline's ns per switch times this ratio is what that ns
+    per switch would be at the baseline's speed."""
+    bad = []
+    pipe = (tput.get('bench') or {}).get('pipe') or {}
+    b = (pipe.get('summary') or {}).get('B') or {}
+    if (b.get('n') or 0) < 10:
+        bad.append(f'only {b.get("n")} pairs B/A (errors: '
+                   f'{tput.get("errors") or tput.get("error")})')
+    elif b['median'] < GROSS_RATIO:
+        bad.append(f'module_ratio {b["median"]:.3f} < {GROSS_RATIO} '
+                   f'(min {b["min"]:.3f}, max {b["max"]:.3f}, n {b["n"]}; '
+                   f'ratios {[round(x, 3) for x in pipe["ratios"]["B"]]})')
+    share = (selftime.get('pipe_share') or {}).get('median')
+    if share is None:
+        bad.append(f'no self-timed figure: {selftime.get("error")}')
+    else:
+        ns_equiv = baseline['ns_per_switch'] * share / baseline['pipe_share']
+        if ns_equiv > GROSS_NS_FACTOR * baseline['ns_per_switch']:
+            bad.append(f'ns per switch {ns_equiv:.0f} at the baseline\'s '
+                       f'speed (raw {selftime["pipe"]["median"]} ns) > '
+                       f'{GROSS_NS_FACTOR:g} x baseline '
+                       f'{baseline["ns_per_switch"]} ns')
+    return bad
+
+
+def log(msg):
+    print(f'bench: {msg}', file=sys.stderr, flush=True)
+
+
+# ------------------------------------------------------------------ builds
+
+def make_module(kdir, srcs, dst, *make_args):
+    """Copy srcs into dst (rsync, mtimes kept) and build the module there
+    against the kernel build tree kdir; returns the one .ko."""
+    dst.mkdir(parents=True, exist_ok=True)
+    excl = [f'--exclude={p}' for p in build.PRODUCTS]
+    subprocess.run(['rsync', '-a', '--delete', *excl, *[str(x) for x in srcs],
+                    f'{dst}/'], check=True)
+    cmd = ['make', '-C', str(kdir), f'M={dst}', *make_args,
+           f'-j{os.cpu_count() or 1}', 'modules']
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode:
+        raise build.BuildError(f'{" ".join(cmd)} failed:\n'
+                               + (r.stdout + r.stderr)[-4000:])
+    kos = sorted(dst.glob('*.ko'))
+    if len(kos) != 1:
+        raise build.BuildError(f'{dst}: expected one .ko, found {kos}')
+    return kos[0]
+
+
+MODULE_SRCS = [REPO / n for n in ('Kbuild', 'kmod', 'include')]
+
+
+def build_selftime(flavour=FLAVOUR, kdir=None, dst=None):
+    """cgroup_energy.ko built with CGE_SELFTIME=y (energy.info then shows
+    probe_timed_calls and probe_ns_mean), in .build/<kver>/selftime."""
+    if kdir is None:
+        k = kernels.kernel(flavour)
+        kdir, dst = k.kdir, build.build_dir(k.kver) / 'selftime'
+    ko = make_module(kdir, MODULE_SRCS, dst, 'CGE_SELFTIME=y')
+    if b'probe_timed_calls' not in ko.read_bytes():
+        raise build.BuildError(f'{ko}: CGE_SELFTIME did not take effect')
+    return ko
+
+
+def build_cgload():
+    src = BENCH / 'cgload.c'
+    out = REPO / '.build' / 'bench' / 'cgload'
+    if not out.exists() or out.stat().st_mtime < src.stat().st_mtime:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        subprocess.run(['gcc', '-O2', '-Wall', '-Wextra', '-Werror',
+                        '-pthread', '-o', str(out), str(src)], check=True)
+    return out
+
+
+def build_clockcal(flavour=FLAVOUR):
+    return build.build_external(BENCH / 'clockcal', flavour, 'clockcal')
+
+
+# ------------------------------------------------------- static memory facts
+
+def symbol_sizes(ko, names=('cge_cpu', 'cge_selftime', 'cge_hash', 'cge_cs')):
+    """Sizes of the module's static and per-CPU objects (readelf -s)."""
+    out = {}
+    r = subprocess.run(['readelf', '-sW', str(ko)], capture_output=True,
+                       text=True, check=True)
+    for line in r.stdout.splitlines():
+        f = line.split()
+        if len(f) >= 8 and f[7] in names and f[3] == 'OBJECT':
+            out[f[7]] = int(f[2], 0) if f[2].startswith('0x') else int(f[2])
+    return out
+
+
+def struct_sizes(ko, names=('cge_cpu', 'cge_rec', 'cge_stat', 'cge_slot')):
+    """sizeof the module's structures, from DWARF (pahole), if available."""
+    try:
+        r = subprocess.run(['pahole', '-C', ','.join(names), str(ko)],
+                           capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    out, cur = {}, None
+    for line in r.stdout.splitlines():
+        m = re.match(r'struct (\w+) \{', line)
+        if m:
+            cur = m.group(1)
+        m = re.search(r'/\* size: (\d+)', line)
+        if m and cur:
+            out[cur] = int(m.group(1))
+            cur = None
+    return out
+
+
+# ----------------------------------------------------------------- guests
+
+def guest(sub, **args):
+    """The shell command that runs one guest_bench.py section."""
+    argv = [PY, str(GUEST), sub]
+    for k, v in args.items():
+        if v is None or v is False:
+            continue
+        argv += [f'--{k.replace("_", "-")}', str(v)]
+    return shlex.join(argv)
+
+
+def guest_result(cmdres):
+    """The BENCH-RESULT line of one command's output, parsed."""
+    for line in reversed(cmdres.output.splitlines()):
+        if line.startswith('BENCH-RESULT '):
+            return json.loads(line[len('BENCH-RESULT '):])
+    tail = '\n'.join(cmdres.output.splitlines()[-30:])
+    return {'error': f'no result (rc={cmdres.rc}): {tail}'}
+
+
+class Progress(threading.Thread):
+    """Echo the guest's `bench:` lines while it runs (from the run dir)."""
+
+    def __init__(self, runs):
+        super().__init__(daemon=True)
+        self.runs, self.stop, self.seen = runs, threading.Event(), {}
+
+    def run(self):
+        while not self.stop.wait(2):
+            self.poll()
+
+    def poll(self):
+        out = self.runs / 'last' / 'out'
+        try:
+            files = sorted(out.glob('*.out'))
+        except OSError:
+            return
+        for f in files:
+            try:
+                lines = f.read_text(errors='replace').splitlines()
+            except OSError:
+                continue
+            key = str(f.resolve())
+            for line in lines[self.seen.get(key, 0):]:
+                if line.startswith('bench:'):
+                    print(line, file=sys.stderr, flush=True)
+            self.seen[key] = len(lines)
+
+
+def boot(flavour, commands, timeout, mem='1G'):
+    """Run commands in one boot; {name: parsed result}, plus '_vm' facts."""
+    runs = Path(os.environ['CGE_RUNS'])
+    prog = Progress(runs)
+    prog.start()
+    t0 = time.monotonic()
+    try:
+        res = harness.run_vm(flavour, commands, timeout=timeout, mem=mem)
+        err = None
+    except harness.VMError as e:
+        res, err = e.result, str(e).splitlines()[0]
+    finally:
+        prog.stop.set()
+        prog.join()
+        prog.poll()
+    out = {'_vm': {'flavour': flavour, 'seconds': round(time.monotonic() - t0),
+                   'error': err}}
+    if res is not None:
+        out['_vm'].update(kver=res.kver, boot_s=res.boot_time,
+                          rundir=str(res.rundir))
+        for r in res.results:
+            out[r.name] = (guest_result(r) if r.rc is not None else
+                           {'error': 'did not finish (VM error or timeout)'})
+    return out
+
+
+def run_local(commands):
+    """Run the sections on this machine (bench.py --local), in order."""
+    out = {'_vm': {'flavour': 'local', 'kver': os.uname().release,
+                   'error': None}}
+    for name, cmd in commands.items():
+        log(f'local: {name}')
+        p = subprocess.Popen(cmd, shell=True, cwd=REPO, text=True,
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        lines = []
+        for line in p.stdout:
+            lines.append(line.rstrip('\n'))
+            if line.startswith('bench:'):
+                print(line, end='', file=sys.stderr, flush=True)
+        p.wait()
+        out[name] = guest_result(harness.CommandResult(
+            name, cmd, p.returncode, '\n'.join(lines)))
+    return out
+
+
+# ---------------------------------------------------------------- summary
+
+def host_facts():
+    cpu = ''
+    try:
+        for line in Path('/proc/cpuinfo').read_text().splitlines():
+            if line.startswith('model name'):
+                cpu = line.split(':', 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {'cpu': cpu, 'cpus': os.cpu_count(), 'machine': platform.machine(),
+            'loadavg': os.getloadavg()}
+
+
+def git_facts():
+    def git(*a):
+        r = subprocess.run(['git', '-C', str(REPO), *a], capture_output=True,
+                           text=True)
+        return r.stdout.strip() if r.returncode == 0 else None
+    dirty = git('status', '--porcelain', '--', 'kmod', 'include', 'Kbuild')
+    return {'commit': git('rev-parse', 'HEAD'),
+            'module_sources_modified': bool(dirty)}
+
+
+def r3(x, n=3):
+    return None if x is None else round(x, n)
+
+
+def summarize(raw, static):
+    """The figures that go into latest.json, from the sections' results."""
+    s = {}
+    tp = raw.get('throughput', {})
+    pipe = tp.get('bench', {}).get('pipe', {})
+    s['module_ratio'] = r3(pipe.get('summary', {}).get('B', {}).get('median'))
+    s['ebpf_ratio'] = r3(pipe.get('summary', {}).get('C', {}).get('median'))
+    ci = pipe.get('summary', {}).get('B', {}).get('ci95')
+    s['module_ratio_ci95'] = [r3(x) for x in ci] if ci else None
+    ci = pipe.get('summary', {}).get('C', {}).get('ci95')
+    s['ebpf_ratio_ci95'] = [r3(x) for x in ci] if ci else None
+    st = raw.get('selftime', {})
+    ns = st.get('pipe', {}).get('median')
+    s['ns_per_switch'] = ns
+    s['probe_share'] = (st.get('pipe_share') or {}).get('median')
+    clock = (st.get('clock') or {}).get('pair_ns_mean')
+    s['clock_pair_ns'] = r3(clock, 1)
+    s['ns_per_switch_net'] = (r3(max(0.0, ns - clock), 1)
+                              if ns is not None and clock is not None else None)
+    eb = raw.get('ebpfcost', {})
+    s['ebpf_ns_per_call'] = r3(eb.get('ns_mean'), 1)
+    s['ebpf_ns_per_call_net'] = (r3(max(0.0, eb['ns_mean'] - clock), 1)
+                                 if eb.get('ns_mean') is not None
+                                 and clock is not None else None)
+    sm = raw.get('sampler', {})
+    rows = [r for r in sm.get('counts', []) if not r.get('error')]
+    big = max(rows, key=lambda r: r['cgroups']) if rows else None
+    if big and big.get('records'):
+        s['bytes_per_cgroup'] = round(big['record_bytes'] / big['records'])
+        s['slab_bytes_per_cgroup'] = big.get('slab', {}).get('slab_size')
+    else:
+        s['bytes_per_cgroup'] = static['structs'].get('cge_rec')
+        s['slab_bytes_per_cgroup'] = None
+    s['bytes_per_cpu'] = static['symbols'].get('cge_cpu')
+    cs = static['structs'].get('cge_stat')
+    s['sampler_scratch_bytes_per_active_cgroup'] = (3 * 8 + cs) if cs else None
+    s['fixed_bytes'] = {k: v for k, v in static['symbols'].items()
+                        if k in ('cge_hash', 'cge_cs')}
+    s['module_bytes'] = sm.get('module_bytes')
+    return s
+
+
+def targets(s, local=False):
+    def t(value, target, ok):
+        return {'value': value, 'target': target,
+                'met': None if value is None else ok(value)}
+    ci = s.get('module_ratio_ci95')
+    out = {
+        'module_ratio': t(s['module_ratio'], f'>= {TARGET_RATIO}',
+                          lambda v: v >= TARGET_RATIO),
+        'bytes_per_cgroup': t(s['bytes_per_cgroup'],
+                              f'<= {TARGET_CGROUP_BYTES}',
+                              lambda v: v <= TARGET_CGROUP_BYTES),
+        'bytes_per_cpu': t(s['bytes_per_cpu'], f'<= {TARGET_CPU_BYTES}',
+                           lambda v: v <= TARGET_CPU_BYTES),
+    }
+    if ci:
+        out['module_ratio']['note'] = (
+            f'95 % CI of the median {ci[0]:.3f}–{ci[1]:.3f}: '
+            + ('the target is inside it, so this run cannot tell'
+               if ci[0] < TARGET_RATIO <= ci[1] else
+               'the target is outside it'))
+    if local:
+        out['ns_per_switch'] = t(s['ns_per_switch_net'],
+                                 f'<= {TARGET_NS_BARE_METAL} on bare metal',
+                                 lambda v: v <= TARGET_NS_BARE_METAL)
+        out['ns_per_switch']['note'] = ('net of the clock pair; judged as '
+                                        'if this machine were bare metal')
+    else:
+        out['ns_per_switch'] = {
+            'value': s['ns_per_switch_net'],
+            'target': f'<= {TARGET_NS_BARE_METAL} on bare metal', 'met': None,
+            'note': 'TCG guest: emulation inflates every ns, not comparable; '
+                    'see README, Overhead'}
+    return out
+
+
+def fmt(x, nd=3):
+    if x is None:
+        return 'n/a'
+    if isinstance(x, float):
+        return f'{x:.{nd}f}'
+    return str(x)
+
+
+def spread_txt(sp, nd=3):
+    if not sp or sp.get('median') is None:
+        return 'n/a'
+    ci = sp.get('ci95')
+    return (f'{fmt(sp["median"], nd)} ({fmt(sp["min"], nd)}–'
+            f'{fmt(sp["max"], nd)}, n={sp["n"]}'
+            + (f'; 95 % CI {fmt(ci[0], nd)}–{fmt(ci[1], nd)}' if ci else '')
+            + ')')
+
+
+def markdown(d):
+    s, raw = d, d['raw']
+    if d.get('local'):
+        where = (f'This machine (bench.py --local): kernel '
+                 f'{d["guest"].get("kver", "?")}, {d["host"]["cpu"]}, '
+                 f'{d["host"]["cpus"]} CPUs (load average '
+                 f'{d["host"]["loadavg"][0]:.1f} at the start); benchmarks '
+                 'pinned to CPU 0. Commit ')
+    else:
+        where = (f'Guest: Debian {d["guest"].get("kver", "?")} under QEMU '
+                 f'TCG, {d["guest"].get("cpus", "?")} vCPUs; benchmarks '
+                 f'pinned to CPU 0. Host: {d["host"]["cpu"]}, '
+                 f'{d["host"]["cpus"]} CPUs (shared; load average '
+                 f'{d["host"]["loadavg"][0]:.1f} at the start). Commit ')
+    L = [f'# make bench: results ({d["date"]})', '',
+         where +
+         f'{(d["git"]["commit"] or "?")[:12]}'
+         + (' (module sources modified)' if d['git']['module_sources_modified']
+            else '') + '.', '',
+         ('' if d.get('local') else
+          'TCG figures are relative: compare ratios, not absolute times. ')
+         + 'Ratios are throughput with / without: the median of the '
+         'pairwise ratios of adjacent runs (min–max, number of pairs, and '
+         'the 95 % confidence interval of the median).', '',
+         '| measure | value | target |', '|---|---|---|']
+    tp = raw.get('throughput', {}).get('bench', {})
+    for name in ('pipe', 'hackbench'):
+        b = tp.get(name)
+        if not b:
+            continue
+        L.append(f'| {name}: cgroup_energy B/A | {spread_txt(b["summary"].get("B"))} '
+                 f'| {">= 0.97" if name == "pipe" else ""} |')
+        if 'C' in b['summary']:
+            L.append(f'| {name}: eBPF peer (bpftrace) C/A | '
+                     f'{spread_txt(b["summary"].get("C"))} | |')
+        if 'D' in b['summary']:
+            L.append(f'| {name}: cgroup_energy, sampler every 10 s, D/A '
+                     f'(diagnostic) | {spread_txt(b["summary"].get("D"))} | |')
+    if raw.get('throughput', {}).get('error'):
+        L.append(f'| throughput | error: {raw["throughput"]["error"][:200]} | |')
+    peer_err = [e for e in raw.get('throughput', {}).get('errors', [])
+                if 'bpftrace' in e or 'eBPF' in e]
+    if peer_err:
+        L.append(f'| eBPF peer | {len(peer_err)} errors, first: '
+                 f'{peer_err[0][:160]} | |')
+    L.append(f'| probe, self-timed, ns per switch (raw) | '
+             f'{spread_txt(raw.get("selftime", {}).get("pipe"), 0)} | |')
+    L.append(f'| local_clock() pair (timing overhead in the raw figure) | '
+             f'{fmt(s["clock_pair_ns"], 1)} ns | |')
+    L.append(f'| probe, ns per switch, net of the clock pair | '
+             f'{fmt(s["ns_per_switch_net"], 1)} | <= 50 on bare metal |')
+    L.append(f'| eBPF peer program, ns per call (bpf_stats, raw / net) | '
+             f'{fmt(s["ebpf_ns_per_call"], 1)} / '
+             f'{fmt(s["ebpf_ns_per_call_net"], 1)} | |')
+    L.append(f'| memory per tracked cgroup (record) | '
+             f'{fmt(s["bytes_per_cgroup"])} B (slab object '
+             f'{fmt(s["slab_bytes_per_cgroup"])} B) | <= 256 B |')
+    L.append(f'| memory per CPU (struct cge_cpu) | {fmt(s["bytes_per_cpu"])} B '
+             f'| <= 4096 B |')
+    fx = s.get('fixed_bytes') or {}
+    L.append(f'| fixed: hash table / sampler scratch / module size | '
+             f'{fmt(fx.get("cge_hash"))} / {fmt(fx.get("cge_cs"))} / '
+             f'{fmt(s.get("module_bytes"))} B | |')
+    L.append(f'| sampler scratch per active cgroup (kvmalloc, kept) | '
+             f'{fmt(s["sampler_scratch_bytes_per_active_cgroup"])} B | |')
+    L += ['', '## Sampler cost per interval', '',
+          'µs per sample, from ftrace (function_graph) on `cge_sample_fn`: '
+          'median / min over the samples; idle = the cgroups exist but '
+          'their tasks sleep, active = every one of them ran in the '
+          'interval. *work* is the sample without the drain IPIs and the '
+          'reaper pass: what grows with active cgroups. *drain* waits for '
+          'each CPU to answer an IPI (under TCG, for the host to run that '
+          'vCPU). *reap* is the once-a-second pass over all records. '
+          'Probe ns: the self-timed probe while those cgroups run.', '',
+          '| cgroups | records | B/record | interval | idle: total | '
+          'idle: work | active: total | active: work | drain | reap | '
+          'probe ns | cache overflows |',
+          '|' + '---|' * 12]
+
+    def mm(x):
+        if not x or x.get('median') is None:
+            return 'n/a'
+        return f'{x["median"]:.0f} / {x["min"]:.0f}'
+
+    for r in raw.get('sampler', {}).get('counts', []):
+        if r.get('error'):
+            L.append(f'| {r["cgroups"]} | error: {r["error"][:200]} |'
+                     + ' |' * 10)
+            continue
+        bpr = (round(r['record_bytes'] / r['records']) if r.get('records')
+               else None)
+        probe = r.get('probe') or {}
+        L.append(f'| {r["cgroups"]} | {r["records"]} | {fmt(bpr)} | '
+                 f'{r["interval_ms"]} ms | {mm(r["idle"]["total"])} | '
+                 f'{mm(r["idle"]["work"])} | {mm(r["active"]["total"])} | '
+                 f'{mm(r["active"]["work"])} | {mm(r["active"]["drain"])} | '
+                 f'{mm(r["active"]["reap"])} | {fmt(probe.get("ns"), 0)} | '
+                 f'{r.get("cache_overflows", "n/a")} |')
+    if raw.get('sampler', {}).get('error'):
+        L.append(f'\nsampler: error: {raw["sampler"]["error"][:300]}')
+    cy = raw.get('cyclictest', {})
+    if cy.get('runs'):
+        L += ['', f'## cyclictest on {d.get("rt_kver") or "6.1-rt"} '
+              f'(µs; load: {cy.get("load")}; reported, not asserted)', '',
+              '| | max | p99 |', '|---|---|---|',
+              f'| without the module | {spread_txt(cy["A"]["max_us"], 0)} | '
+              f'{spread_txt(cy["A"]["p99_us"], 0)} |',
+              f'| with the module | {spread_txt(cy["B"]["max_us"], 0)} | '
+              f'{spread_txt(cy["B"]["p99_us"], 0)} |']
+    elif cy.get('error'):
+        L += ['', f'cyclictest: error: {cy["error"][:300]}']
+    L += ['', '## Targets', '']
+    for k, t in d['targets'].items():
+        met = {True: 'met', False: 'MISSED', None: 'not judged'}[t['met']]
+        L.append(f'- {k}: {fmt(t["value"])} (target {t["target"]}): {met}'
+                 + (f' — {t["note"]}' if t.get('note') else ''))
+    L += ['', f'Run time: {d["seconds"]} s.', '']
+    return '\n'.join(L)
+
+
+# ------------------------------------------------------------------- main
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    ap.add_argument('--pairs-b', type=int, default=40,
+                    help='pipe: pairs B/A, cgroup_energy (default 40)')
+    ap.add_argument('--pairs-c', type=int, default=12,
+                    help='pipe: pairs C/A, eBPF peer (default 12)')
+    ap.add_argument('--pairs-d', type=int, default=12,
+                    help='pipe: pairs D/A, the module with its sampler '
+                    'slowed to every 10 s (diagnostic; default 12, 0: none)')
+    ap.add_argument('--hb-pairs-b', type=int, default=12,
+                    help='hackbench: pairs B/A (default 12)')
+    ap.add_argument('--hb-pairs-c', type=int, default=10,
+                    help='hackbench: pairs C/A (default 10)')
+    ap.add_argument('--budget', type=int, default=540,
+                    help='seconds for the throughput runs: past it, stop '
+                    'at the next block once every ratio has 10 pairs')
+    ap.add_argument('--only', default=','.join(SECTIONS),
+                    help='sections to run (default: all): ' + ','.join(SECTIONS))
+    ap.add_argument('--no-rt', action='store_true', help='skip cyclictest')
+    ap.add_argument('--counts', default='10,1000,10000',
+                    help='cgroup counts for the sampler and memory figures')
+    ap.add_argument('--out', type=Path, help='results directory (default '
+                    'bench/results; files latest.* in a VM, local.* with '
+                    '--local)')
+    ap.add_argument('--timeout', type=int, default=2400,
+                    help='seconds per VM boot')
+    ap.add_argument('--record-baseline', action='store_true',
+                    help=f'write {BASELINE.relative_to(REPO)} from this run')
+    ap.add_argument('--local', action='store_true',
+                    help='run on this machine, as root, with a module built '
+                    'against KDIR (default: the running kernel\'s headers): '
+                    'it is loaded and unloaded many times')
+    ap.add_argument('--kdir', type=Path, default=Path(
+        f'/lib/modules/{os.uname().release}/build'),
+        help='kernel build tree for --local')
+    ap.add_argument('--pipe-loops', type=int,
+                    help='perf bench sched pipe -l (default 5000 in a VM, '
+                    '200000 with --local)')
+    ap.add_argument('--hb-loops', type=int,
+                    help='hackbench -l (default 50 in a VM, 2000 with --local)')
+    a = ap.parse_args(argv)
+    only = set(a.only.split(','))
+    if a.no_rt:
+        only.discard('cyclictest')
+    if min(a.pairs_b, a.pairs_c, a.hb_pairs_b, a.hb_pairs_c) < 10:
+        ap.error('pairs: at least 10 for every ratio')
+    if a.local and os.geteuid() != 0:
+        ap.error('--local loads modules: run as root')
+    if a.local and not a.kdir.is_dir():
+        ap.error(f'no kernel build tree at {a.kdir}: apt-get install '
+                 f'linux-headers-{os.uname().release}, or --kdir')
+    loops = {'pipe_loops': a.pipe_loops or (200000 if a.local else None),
+             'hb_loops': a.hb_loops or (2000 if a.local else None)}
+    out_dir = a.out or RESULTS
+    stem = 'local' if a.local else 'latest'
+    t0 = time.monotonic()
+    if not a.local and subprocess.run(['sh', str(REPO / 'tests/deps.sh')]
+                                      ).returncode:
+        log('missing packages (run as root, or see tests/deps.sh)')
+        return 1
+    os.environ.setdefault('CGE_RUNS', str(REPO / '.build' / 'bench-runs'))
+    host = host_facts()
+    log(f'host: {host["cpu"]}, {host["cpus"]} CPUs, load {host["loadavg"]}')
+
+    if a.local:
+        lb = REPO / '.build' / 'local'
+        ko = make_module(a.kdir, MODULE_SRCS, lb / 'module')
+        selfko = build_selftime(kdir=a.kdir, dst=lb / 'selftime')
+        clockcal = make_module(a.kdir, [f'{BENCH / "clockcal"}/'],
+                               lb / 'clockcal')
+    else:
+        ko = build.build_module(FLAVOUR)
+        selfko = build_selftime(FLAVOUR)
+        clockcal = build_clockcal(FLAVOUR)
+    cgload = build_cgload()
+    static = {'symbols': symbol_sizes(ko), 'structs': struct_sizes(ko),
+              'selftime_symbols': symbol_sizes(selfko)}
+    log(f'static sizes: {static}')
+
+    cmds = {}
+    if 'tools' in only:
+        cmds['tools'] = guest('tools')
+    if 'throughput' in only:
+        cmds['throughput'] = guest('throughput', ko=ko, bt=PEER,
+                                   pairs_b=a.pairs_b, pairs_c=a.pairs_c,
+                                   pairs_d=a.pairs_d,
+                                   hb_pairs_b=a.hb_pairs_b,
+                                   hb_pairs_c=a.hb_pairs_c,
+                                   budget=a.budget, **loops)
+    if 'selftime' in only:
+        cmds['selftime'] = guest('selftime', ko=selfko, clockcal=clockcal,
+                                 **loops)
+    if 'ebpfcost' in only:
+        cmds['ebpfcost'] = guest('ebpfcost', bt=PEER,
+                                 pipe_loops=loops['pipe_loops'])
+    if 'sampler' in only:
+        cmds['sampler'] = guest('sampler', ko=selfko, cgload=cgload,
+                                counts=a.counts)
+    if a.local and 'cyclictest' in only:
+        cmds['cyclictest'] = guest('cyclictest', ko=ko)
+    raw = {}
+    if a.local:
+        raw.update(run_local(cmds))
+    elif cmds:
+        log(f'booting {FLAVOUR}: {", ".join(cmds)}')
+        raw.update(boot(FLAVOUR, cmds, a.timeout, mem='2G'))
+    rt_kver = None
+    if 'cyclictest' in only and not a.local:
+        rtko = build.build_module(RT_FLAVOUR)
+        log(f'booting {RT_FLAVOUR}: cyclictest')
+        rt = boot(RT_FLAVOUR, {'cyclictest': guest('cyclictest', ko=rtko)},
+                  a.timeout)
+        raw['cyclictest'] = rt.get('cyclictest', {'error': rt['_vm']['error']})
+        raw['_vm_rt'] = rt['_vm']
+        rt_kver = rt['_vm'].get('kver')
+    elif a.local:
+        rt_kver = os.uname().release
+
+    s = summarize(raw, static)
+    d = {'schema': 1,
+         'date': datetime.datetime.now(datetime.timezone.utc)
+         .strftime('%Y-%m-%d %H:%M UTC'),
+         **s,
+         'targets': targets(s, a.local),
+         'local': a.local,
+         'host': host, 'git': git_facts(),
+         'guest': {'kver': raw.get('_vm', {}).get('kver'),
+                   'cpus': raw.get('tools', {}).get('cpus'),
+                   'tools': raw.get('tools')},
+         'rt_kver': rt_kver, 'static': static,
+         'seconds': round(time.monotonic() - t0), 'raw': raw}
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / f'{stem}.json').write_text(json.dumps(d, indent=1,
+                                                     sort_keys=True) + '\n')
+    md = markdown(d)
+    (out_dir / f'{stem}.md').write_text(md)
+    print(md)
+    if a.record_baseline:
+        record_baseline(d)
+    errors = [k for k, v in raw.items()
+              if isinstance(v, dict) and v.get('error')]
+    if errors:
+        log(f'sections with errors: {", ".join(errors)}')
+    log(f'wrote {out_dir / stem}.json and .md in {d["seconds"]} s')
+    return 1 if 'throughput' in errors or 'selftime' in errors else 0
+
+
+def record_baseline(d):
+    if d['ns_per_switch'] is None or d['probe_share'] is None:
+        raise SystemExit('bench: no ns_per_switch to record')
+    BASELINE.write_text(json.dumps({
+        'flavour': FLAVOUR, 'kver': d['guest']['kver'],
+        'ns_per_switch': d['ns_per_switch'],
+        'pipe_share': d['probe_share'],
+        'module_ratio': d['module_ratio'],
+        'recorded': d['date'], 'commit': d['git']['commit'],
+        'note': 'Self-timed probe_ns_mean (CGE_SELFTIME=y) under perf bench '
+                'sched pipe in the TCG guest of make bench. make check fails '
+                f'if it exceeds {GROSS_NS_FACTOR:g} times this, or if the '
+                f'median B/A ratio falls below {GROSS_RATIO}. Re-record with '
+                'bench/bench.py --record-baseline after a deliberate change.',
+    }, indent=1) + '\n')
+    log(f'recorded {BASELINE}')
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,917 @@
+# SPDX-License-Identifier: GPL-2.0
+"""make bench, the part that runs inside the VM (as root, host root over 9p).
+
+Each subcommand measures one thing and ends with one line
+`BENCH-RESULT <json>`; progress lines start with `bench:`.
+
+  throughput  context-switch throughput (perf bench sched pipe, hackbench):
+              no probe (A), cgroup_energy loaded (B), eBPF peer (C), in
+              alternation A BB A CC A BB A CC ... A: each B or C run is paired
+              with the A run next to it (before the first of a block, after
+              the second), so slow drifts cancel. The module is loaded before
+              and unloaded after every B run; bpftrace is attached once per
+              C block. Ratios are throughput(X) / throughput(A).
+  selftime    the self-timing build (CGE_SELFTIME=y): probe_ns_mean while a
+              benchmark runs, and the cost of a local_clock() pair (clockcal)
+  ebpfcost    the eBPF peer's own cost per call (kernel.bpf_stats_enabled)
+  sampler     sampler cost per interval and memory with N cgroups, idle and
+              active (cgload: one thread per cgroup), timed with ftrace
+  cyclictest  latency with and without the module under a hackbench load
+"""
+import argparse
+import errno
+import json
+import math
+import os
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+CG = Path('/sys/fs/cgroup')
+EN = Path('/sys/fs/cgroup_energy')
+PARAMS = Path('/sys/module/cgroup_energy/parameters')
+TRACING = Path('/sys/kernel/tracing')
+BENCH_CG = CG / 'bench'
+MOD = 'cgroup_energy'
+BENCH_CPU = 0          # the benchmarks run pinned here
+AUX_CPU = 1            # bpftrace's user space and this driver
+
+
+def log(msg):
+    print(f'bench: {msg}', flush=True)
+
+
+def result(obj):
+    print('BENCH-RESULT ' + json.dumps(obj, sort_keys=True), flush=True)
+
+
+def run(cmd, check=True, timeout=None, **kw):
+    p = subprocess.run(cmd, text=True, capture_output=True, timeout=timeout,
+                       **kw)
+    if check and p.returncode:
+        raise RuntimeError(f'{" ".join(map(str, cmd))} failed '
+                           f'({p.returncode}): {(p.stdout + p.stderr)[-2000:]}')
+    return p
+
+
+def kv(path):
+    out = {}
+    for line in Path(path).read_text().splitlines():
+        k, _, v = line.partition(' ')
+        out[k] = int(v) if v.lstrip('-').isdigit() else v
+    return out
+
+
+def median(xs):
+    return statistics.median(xs) if xs else None
+
+
+def spread(xs):
+    """median, min, max, n of a list of numbers (None if empty)."""
+    if not xs:
+        return {'median': None, 'min': None, 'max': None, 'n': 0}
+    return {'median': statistics.median(xs), 'min': min(xs), 'max': max(xs),
+            'n': len(xs)}
+
+
+def pin_self():
+    if os.cpu_count() and os.cpu_count() > AUX_CPU:
+        os.sched_setaffinity(0, {AUX_CPU})
+
+
+def perf_binary():
+    """Debian's /usr/bin/perf is a wrapper that wants perf_<major.minor> on
+    older linux-perf packages; newer ones ship the binary as /usr/bin/perf."""
+    rel = os.uname().release.split('.')
+    for name in (f'perf_{rel[0]}.{rel[1]}', 'perf'):
+        p = shutil.which(name)
+        if p:
+            return p
+    raise RuntimeError('perf not found: apt-get install linux-perf')
+
+
+def into_bench_cgroup():
+    """preexec_fn: run the child in /sys/fs/cgroup/bench."""
+    (BENCH_CG / 'cgroup.procs').write_text(f'{os.getpid()}\n')
+
+
+# ---------------------------------------------------------------- workloads
+
+class Workload:
+    name = ''
+
+    def cmd(self):
+        raise NotImplementedError
+
+    def parse(self, out):
+        """Throughput (higher is better) from the command's output."""
+        raise NotImplementedError
+
+    def once(self):
+        p = run(['taskset', '-c', str(BENCH_CPU), *self.cmd()],
+                preexec_fn=into_bench_cgroup, timeout=600)
+        return self.parse(p.stdout + p.stderr)
+
+
+class Pipe(Workload):
+    name = 'pipe'
+
+    def __init__(self, loops):
+        self.loops = loops
+        self.perf = perf_binary()
+
+    def cmd(self):
+        return [self.perf, 'bench', 'sched', 'pipe', '-l', str(self.loops)]
+
+    def parse(self, out):
+        m = re.search(r'([\d.]+)\s+usecs/op', out)
+        if not m:
+            raise RuntimeError(f'perf bench sched pipe: no usecs/op in {out!r}')
+        return 1e6 / float(m.group(1))          # ops per second
+
+
+class Hackbench(Workload):
+    name = 'hackbench'
+
+    def __init__(self, groups, loops):
+        self.groups, self.loops = groups, loops
+
+    def cmd(self):
+        return ['hackbench', '-g', str(self.groups), '-l', str(self.loops)]
+
+    def parse(self, out):
+        m = re.search(r'Time:\s*([\d.]+)', out)
+        if not m:
+            raise RuntimeError(f'hackbench: no Time: in {out!r}')
+        return 1.0 / float(m.group(1))          # runs per second
+
+
+# ------------------------------------------------------------------ module
+
+def insmod(ko, *args):
+    t0 = time.monotonic()
+    run(['insmod', str(ko), *args])
+    return time.monotonic() - t0
+
+
+def rmmod(name=MOD):
+    if Path('/proc/mounts').read_text().count(f' {EN} '):
+        run(['umount', str(EN)])
+    run(['rmmod', name])
+
+
+def mount_fs():
+    run(['mount', '-t', 'cgroup_energy', 'none', str(EN)])
+
+
+def info():
+    return kv(EN / 'energy.info')
+
+
+def wait_samples(k=1, timeout=60):
+    """Wait until the sampler completed k more samples; returns the count."""
+    start = info()['samples']
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        n = info()['samples']
+        if n >= start + k:
+            return n
+        time.sleep(0.01)
+    raise RuntimeError(f'sampler did not complete {k} samples in {timeout} s')
+
+
+# ----------------------------------------------------------------- bpftrace
+
+class Bpftrace:
+    """The eBPF peer: bpftrace running SCRIPT, its user space on AUX_CPU."""
+
+    def __init__(self, script, tag):
+        self.script, self.out = script, Path(f'/tmp/bpftrace-{tag}.out')
+        self.proc = None
+        self.attach_s = None
+
+    def start(self, timeout=300):
+        t0 = time.monotonic()
+        f = open(self.out, 'w')
+        self.proc = subprocess.Popen(
+            ['taskset', '-c', str(AUX_CPU), 'bpftrace', str(self.script)],
+            stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        f.close()
+        while time.monotonic() - t0 < timeout:
+            text = self.out.read_text(errors='replace')
+            if 'cge-peer: ready' in text:
+                self.attach_s = time.monotonic() - t0
+                return self.attach_s
+            if self.proc.poll() is not None:
+                raise RuntimeError(f'bpftrace exited ({self.proc.returncode})'
+                                   f': {text[-2000:]}')
+            time.sleep(0.1)
+        self.proc.kill()
+        raise RuntimeError(f'bpftrace not ready after {timeout} s')
+
+    def prog_stats(self):
+        """run_time_ns, run_cnt summed over bpftrace's programs (fdinfo)."""
+        ns = cnt = 0
+        fddir = Path(f'/proc/{self.proc.pid}/fdinfo')
+        for fd in fddir.iterdir():
+            try:
+                text = fd.read_text()
+            except OSError:
+                continue
+            if 'prog_type:' not in text:
+                continue
+            m1 = re.search(r'run_time_ns:\s*(\d+)', text)
+            m2 = re.search(r'run_cnt:\s*(\d+)', text)
+            if m1 and m2:
+                ns += int(m1.group(1))
+                cnt += int(m2.group(1))
+        return ns, cnt
+
+    def stop(self):
+        """SIGINT; returns what the script accounted: {cgroups, total_ns}."""
+        self.proc.send_signal(signal.SIGINT)
+        try:
+            self.proc.wait(120)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        text = self.out.read_text(errors='replace')
+        per_cg = {int(a): int(b) for a, b in
+                  re.findall(r'^@ns\[(\d+)\]:\s*(\d+)', text, re.M)}
+        return {'cgroups': len(per_cg), 'total_ns': sum(per_cg.values()),
+                'rc': self.proc.returncode}
+
+
+# --------------------------------------------------------------- throughput
+
+# Runs per block: the module is loaded for one run at a time, so each B run
+# sits between two A runs; bpftrace takes seconds to attach (under TCG), so
+# it stays attached for two C runs, each next to one A run.
+BLOCK = {'B': 1, 'C': 2, 'D': 1}
+# D (diagnostic): the module loaded with the sampler slowed to every 10 s,
+# so B/A - D/A is roughly what the sampler costs and D/A what the probe does.
+D_ARGS = ['interval_ms=10000']
+
+
+def schedule(pairs):
+    """The run order for pairs = {state: n}: after a first A, blocks of
+    BLOCK[state] runs, each block followed by an A, the states' blocks
+    spread evenly (A B A C C A B A B A C C A ...)."""
+    blocks = {s: -(-n // BLOCK[s]) for s, n in pairs.items() if n}
+    total = sum(blocks.values())
+    order, done = [], {s: 0 for s in blocks}
+    for _ in range(total):
+        # the state furthest behind its share of the blocks so far
+        s = min(blocks, key=lambda s: (done[s] + 1) / blocks[s])
+        done[s] += 1
+        order.append(s)
+    seq = ['A']
+    for s in order:
+        seq += [s] * BLOCK[s] + ['A']
+    return seq
+
+
+def pair_ratios(seq, v):
+    """{state: [ratio]}: each X run over its adjacent A run, or over the
+    geometric mean of both when it sits between two."""
+    out = {}
+    for i, s in enumerate(seq):
+        if s == 'A' or i >= len(v) or not v[i]:
+            continue
+        nb = [v[j] for j in (i - 1, i + 1)
+              if 0 <= j < len(v) and seq[j] == 'A' and v[j]]
+        if nb:
+            out.setdefault(s, []).append(v[i] / math.prod(nb) ** (1 / len(nb)))
+    return out
+
+
+def median_ci(xs, conf=0.95):
+    """Distribution-free confidence interval of the median (order
+    statistics, binomial): (low, high), or None for fewer than 6 values."""
+    n = len(xs)
+    if n < 6:
+        return None
+    xs = sorted(xs)
+    cdf, j = 0.0, 0
+    for i in range(n + 1):
+        cdf += math.comb(n, i) / 2 ** n
+        if cdf > (1 - conf) / 2:
+            j = i
+            break
+    return xs[max(0, j - 1)], xs[min(n - 1, n - j)]
+
+
+def ratio_summary(rs):
+    out = spread(rs)
+    ci = median_ci(rs)
+    out['ci95'] = list(ci) if ci else None
+    return out
+
+
+def cmd_throughput(a):
+    pin_self()
+    BENCH_CG.mkdir(exist_ok=True)
+    t_start = time.monotonic()
+    plan = [(Pipe(a.pipe_loops), {'B': a.pairs_b, 'C': a.pairs_c if a.bt
+                                  else 0, 'D': a.pairs_d}, 0.6)]
+    if a.hb_loops:
+        plan.append((Hackbench(a.hb_groups, a.hb_loops),
+                     {'B': a.hb_pairs_b, 'C': a.hb_pairs_c if a.bt else 0},
+                     1.0))
+    out = {'cpu': BENCH_CPU, 'bench': {}}
+    for w, pairs, share in plan:
+        deadline = t_start + a.budget * share if a.budget else None
+        out['bench'][w.name] = alternate(a, w, pairs, deadline)
+    out['seconds'] = round(time.monotonic() - t_start, 1)
+    out['errors'] = [e for b in out['bench'].values() for e in b['errors']]
+    result(out)
+
+
+def alternate(a, w, pairs, deadline):
+    """One workload in the alternation of schedule(); ratios X/A."""
+    seq = schedule(pairs)
+    states = [s for s in ('B', 'C', 'D') if pairs.get(s)]
+    log(f'throughput: {w.name}: up to {len(seq)} runs: {"".join(seq)}')
+    # warm-up runs, not counted (page cache, TCG's code cache)
+    for _ in range(a.warmup):
+        w.once()
+    v, errors, peer, loads, attaches = [], [], [], [], []
+    bt = None
+    bt_ok = False
+    t0 = time.monotonic()
+    stopped_early = False
+    for i, s in enumerate(seq):
+        if s != 'A' and seq[i - 1] == 'A':       # a block starts
+            have = {x: seq[:i].count(x) for x in states}
+            if (deadline and time.monotonic() > deadline
+                    and all(have[x] >= min(10, pairs[x]) for x in states)):
+                stopped_early = True
+                seq = seq[:i]
+                log(f'throughput: {w.name}: time budget spent, stopping '
+                    f'with {have} runs')
+                break
+        try:
+            if s == 'C' and seq[i - 1] != 'C':
+                bt = Bpftrace(a.bt, i)
+                bt_ok = False
+                attaches.append(round(bt.start(), 1))
+                bt_ok = True
+            if s == 'C' and not bt_ok:
+                raise RuntimeError('no eBPF peer attached for this block')
+            if s in 'BD':
+                loads.append(round(insmod(a.ko, *(D_ARGS if s == 'D'
+                                                   else [])), 2))
+            v.append(w.once())
+        except Exception as e:          # noqa: BLE001 - recorded, run goes on
+            errors.append(f'{w.name} run {i} ({s}): {e}')
+            if len(v) < i + 1:
+                v.append(None)
+        finally:
+            if s in 'BD' and Path(f'/sys/module/{MOD}').exists():
+                rmmod()
+            if s == 'C' and bt and (i + 1 == len(seq) or seq[i + 1] != 'C'):
+                try:
+                    peer.append(bt.stop())
+                except Exception as e:  # noqa: BLE001
+                    errors.append(f'bpftrace stop: {e}')
+                bt = None
+        if i % 9 == 0 or i == len(seq) - 1:
+            log(f'throughput: {w.name}: run {i + 1}/{len(seq)} ({s}) '
+                + (f'{v[-1]:.4g}' if v[-1] else '?')
+                + f' t={time.monotonic() - t0:.0f}s')
+    ratios = {s: [] for s in states}
+    ratios.update(pair_ratios(seq, v))
+    return {'cmd': ' '.join(w.cmd()), 'sequence': ''.join(seq), 'values': v,
+            'ratios': ratios,
+            'summary': {s: ratio_summary(r) for s, r in ratios.items()},
+            'by_state': {s: spread([x for x, t in zip(v, seq) if t == s and x])
+                         for s in ['A'] + states},
+            'errors': errors, 'bpftrace_attach_s': attaches,
+            'insmod_s': loads, 'bpftrace_accounted': peer,
+            'stopped_early': stopped_early,
+            'seconds': round(time.monotonic() - t0, 1)}
+
+
+# ----------------------------------------------------------------- selftime
+
+def cmd_selftime(a):
+    pin_self()
+    BENCH_CG.mkdir(exist_ok=True)
+    out = {'reps': [], 'clock': None}
+    if a.clockcal:
+        insmod(a.clockcal)
+        p = Path('/sys/module/clockcal/parameters')
+        out['clock'] = {'pair_ns_mean': int((p / 'pair_ps_mean').read_text())
+                        / 1000.0,
+                        'pair_ns_min': int((p / 'pair_ns_min').read_text())}
+        rmmod('clockcal')
+    works = [Pipe(a.pipe_loops)]
+    if a.hb_loops:
+        works.append(Hackbench(a.hb_groups, a.hb_loops))
+    for r in range(a.reps):
+        for w in works:
+            insmod(a.ko)
+            mount_fs()
+            tput = w.once()
+            i1 = info()
+            rmmod()
+            if 'probe_timed_calls' not in i1:
+                raise RuntimeError(f'{a.ko} is not a self-timing build '
+                                   '(no probe_timed_calls in energy.info)')
+            rep = {'bench': w.name, 'timed_calls': i1['probe_timed_calls'],
+                   'ns_mean': i1['probe_ns_mean'], 'tput': tput}
+            if w.name == 'pipe':
+                # share of the benchmark's time spent in the probe: a pipe
+                # op is two switches on the one CPU. Scales out the guest's
+                # speed, which the host's load sets (DESIGN.md 5).
+                rep['share'] = i1['probe_ns_mean'] * 2 * tput / 1e9
+            out['reps'].append(rep)
+            log(f'selftime: {w.name} rep {r + 1}: {rep}')
+    for w in works:
+        xs = [x['ns_mean'] for x in out['reps'] if x['bench'] == w.name]
+        out[w.name] = spread(xs)
+        out[w.name + '_tput'] = spread([x['tput'] for x in out['reps']
+                                        if x['bench'] == w.name])
+    out['pipe_share'] = spread([x['share'] for x in out['reps']
+                                if 'share' in x])
+    result(out)
+
+
+# ----------------------------------------------------------------- ebpfcost
+
+def cmd_ebpfcost(a):
+    pin_self()
+    BENCH_CG.mkdir(exist_ok=True)
+    w = Pipe(a.pipe_loops)
+    stats = Path('/proc/sys/kernel/bpf_stats_enabled')
+    out = {}
+    bt = Bpftrace(a.bt, 'cost')
+    try:
+        out['attach_s'] = round(bt.start(), 1)
+        stats.write_text('1\n')
+        ns0, c0 = bt.prog_stats()
+        for _ in range(a.reps):
+            w.once()
+        ns1, c1 = bt.prog_stats()
+        stats.write_text('0\n')
+        out['accounted'] = bt.stop()
+    except Exception as e:          # noqa: BLE001
+        stats.write_text('0\n')
+        if bt.proc and bt.proc.poll() is None:
+            bt.proc.kill()
+        result({'error': str(e)})
+        return
+    out['run_cnt'] = c1 - c0
+    out['ns_mean'] = (ns1 - ns0) / (c1 - c0) if c1 > c0 else None
+    log(f'ebpfcost: {out}')
+    result(out)
+
+
+# ------------------------------------------------------------------ sampler
+
+class Ftrace:
+    """function_graph on the sampler: cge_sample_fn (one sample), with the
+    drains (cge_cpu_drain: an IPI to each CPU), the split and fold into the
+    records (cge_split_pkg) and the reaper pass (cge_cgstate_reap) inside.
+
+    Read through trace_pipe (consuming, non-blocking): reading the `trace`
+    file stops recording while it reads, which loses samples."""
+
+    TOP = 'cge_sample_fn'
+    PARTS = {'cge_cpu_drain': 'drain', 'cge_split_pkg': 'split',
+             'cge_cgstate_reap': 'reap'}
+    FNS = (TOP, 'cge_sample_locked', *PARTS)
+    LINE = re.compile(r'([\d.]+) us\s+\|\s*(?:\} /\* )?(\w+)')
+    fd = None
+    partial = ''
+    cur = {}
+
+    @classmethod
+    def start(cls):
+        t = TRACING
+        (t / 'tracing_on').write_text('0\n')
+        (t / 'current_tracer').write_text('nop\n')
+        (t / 'set_ftrace_filter').write_text(' '.join(cls.FNS) + '\n')
+        (t / 'set_graph_function').write_text(cls.TOP + '\n')
+        (t / 'max_graph_depth').write_text('3\n')
+        (t / 'options/funcgraph-tail').write_text('1\n')
+        (t / 'buffer_size_kb').write_text('1024\n')
+        (t / 'current_tracer').write_text('function_graph\n')
+        (t / 'trace').write_text('')
+        cls.fd = os.open(t / 'trace_pipe', os.O_RDONLY | os.O_NONBLOCK)
+        cls.partial, cls.cur = '', {}
+        (t / 'tracing_on').write_text('1\n')
+
+    @classmethod
+    def take(cls, seen=None):
+        """Samples completed since the last take, in order: dicts of µs
+        {'total', 'drain', 'split', 'reap', 'other'}. seen, a list, gets
+        True appended if a sample started or ended meanwhile."""
+        chunks = []
+        while True:
+            try:
+                b = os.read(cls.fd, 65536)
+            except BlockingIOError:
+                break
+            if not b:
+                break
+            chunks.append(b)
+        text = cls.partial + b''.join(chunks).decode(errors='replace')
+        lines = text.split('\n')
+        cls.partial = lines.pop()
+        if seen is not None and any(cls.TOP in x for x in lines):
+            seen.append(True)
+        got = []
+        for line in lines:
+            m = cls.LINE.search(line)
+            if not m:
+                if cls.TOP in line and '{' in line:     # a sample starts
+                    cls.cur = {}
+                continue
+            us, fn = float(m.group(1)), m.group(2)
+            if fn in cls.PARTS:
+                k = cls.PARTS[fn]
+                cls.cur[k] = cls.cur.get(k, 0.0) + us
+            elif fn == cls.TOP:
+                cur = cls.cur
+                cur['total'] = us
+                for k in cls.PARTS.values():
+                    cur.setdefault(k, 0.0)
+                cur['other'] = us - sum(cur[k] for k in cls.PARTS.values())
+                got.append(cur)
+                cls.cur = {}
+        return got
+
+    @classmethod
+    def stop(cls):
+        (TRACING / 'tracing_on').write_text('0\n')
+        if cls.fd is not None:          # the tracer is busy while open
+            os.close(cls.fd)
+            cls.fd = None
+        (TRACING / 'current_tracer').write_text('nop\n')
+        (TRACING / 'set_ftrace_filter').write_text('\n')
+        (TRACING / 'set_graph_function').write_text('\n')
+
+
+class CgLoad:
+    def __init__(self, binary, base, n):
+        self.n = n
+        self.base = base
+        self.proc = subprocess.Popen([str(binary), str(base), str(n)],
+                                     stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True)
+        line = self.proc.stdout.readline()
+        if not line.startswith('ready'):
+            raise RuntimeError(f'cgload {n}: {line!r} (rc {self.proc.poll()})')
+        self.setup_s = int(line.split()[1]) / 1e9
+
+    def round(self):
+        self.proc.stdin.write('round\n')
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line.startswith('done'):
+            raise RuntimeError(f'cgload round: {line!r}')
+        return int(line.split()[1]) / 1e9
+
+    def quit(self):
+        self.proc.stdin.write('quit\n')
+        self.proc.stdin.flush()
+        self.proc.wait(120)
+        t0 = time.monotonic()
+        for d in [*sorted(self.base.glob('t*')), self.base]:
+            # exiting threads leave their cgroups a little after wait()
+            while True:
+                try:
+                    d.rmdir()
+                    break
+                except OSError as e:
+                    if e.errno != errno.EBUSY or time.monotonic() - t0 > 60:
+                        raise
+                    time.sleep(0.1)
+        return time.monotonic() - t0
+
+
+def set_interval(ms):
+    (PARAMS / 'interval_ms').write_text(f'{ms}\n')
+
+
+def next_sample(timeout=60):
+    """Block until a sample completes; returns its trace entry."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        got = Ftrace.take()
+        if got:
+            return got[-1]
+        time.sleep(0.02)
+    raise RuntimeError('no sample traced')
+
+
+def measure(load, k, active):
+    """k samples, each covering an interval where all of load's cgroups ran
+    (active) or none did (idle). Rounds run right after a sample so the
+    measured sample runs while the guest is otherwise quiet."""
+    samples, rounds, skipped = [], [], 0
+    tries = 0
+    while len(samples) < k and tries < 3 * k:
+        tries += 1
+        next_sample()                     # just after a sample
+        if active:
+            rounds.append(load.round())
+            seen = []
+            Ftrace.take(seen)
+            if seen:                      # a sample fell inside the round
+                skipped += 1
+                continue
+        samples.append(next_sample())
+    for x in samples:
+        x['work'] = x['total'] - x['drain'] - x['reap']
+    out = {k: spread([x[k] for x in samples])
+           for k in ('total', 'work', 'drain', 'split', 'reap', 'other')}
+    out['samples'] = [{k: round(v, 1) for k, v in x.items()}
+                      for x in samples]
+    out['round_s'] = spread(rounds)
+    out['skipped'] = skipped
+    return out
+
+
+def probe_cost(load, min_timed=4000, max_s=30):
+    """The self-timed probe's mean while load's rounds run, from the
+    cumulative integer means in energy.info (err: bound of the rounding)."""
+    i0 = info()
+    if 'probe_timed_calls' not in i0:
+        return None
+    t0, n = time.monotonic(), 0
+    while True:
+        load.round()
+        n += 1
+        i1 = info()
+        dt = i1['probe_timed_calls'] - i0['probe_timed_calls']
+        if (dt >= min_timed and n >= 3) or time.monotonic() - t0 > max_s:
+            break
+    if dt <= 0:
+        return None
+    dns = (i1['probe_ns_mean'] * i1['probe_timed_calls']
+           - i0['probe_ns_mean'] * i0['probe_timed_calls'])
+    err = (i0['probe_timed_calls'] + i1['probe_timed_calls']) / 2 / dt
+    return {'ns': round(dns / dt, 1), 'err_ns': round(err, 1),
+            'timed_calls': dt, 'rounds': n}
+
+
+def ramp(load, want, timeout=300):
+    """Rounds at a 10 ms interval until want records exist: the sampler
+    makes records for at most 32 + 16 new cgroups per CPU and interval
+    (the cache's slots and its overflow wants)."""
+    set_interval(10)
+    t0, n = time.monotonic(), 0
+    while info()['records'] < want and time.monotonic() - t0 < timeout:
+        load.round()
+        n += 1
+    return {'s': round(time.monotonic() - t0, 1), 'rounds': n,
+            'records': info()['records']}
+
+
+def slab_info():
+    d = Path('/sys/kernel/slab/cge_rec')
+    if not d.exists():
+        return {}
+    return {'object_size': int((d / 'object_size').read_text()),
+            'slab_size': int((d / 'slab_size').read_text()),
+            'cache': os.path.basename(os.path.realpath(d))}
+
+
+def module_size():
+    for line in Path('/proc/modules').read_text().splitlines():
+        f = line.split()
+        if f[0] == MOD:
+            return int(f[1])
+    return None
+
+
+def cmd_sampler(a):
+    pin_self()
+    insmod(a.ko)
+    mount_fs()
+    Ftrace.start()
+    out = {'counts': [], 'module_bytes': module_size(), 'slab': slab_info()}
+    try:
+        set_interval(100)
+        wait_samples(3)
+        base_info = info()
+        out['base_records'] = base_info['records']
+        out['base_record_bytes'] = base_info['record_bytes']
+        for n in a.counts:
+            try:
+                out['counts'].append(sampler_count(a, n, out['base_records']))
+            except Exception as e:      # noqa: BLE001 - the other counts go on
+                out['counts'].append({'cgroups': n, 'error': str(e)})
+                log(f'sampler: {n}: {e}')
+            set_interval(100)
+            # let the removed cgroups' records be reaped before the next N
+            deadline = time.monotonic() + 60
+            while (info()['records'] > out['base_records'] + 2
+                   and time.monotonic() < deadline):
+                time.sleep(0.5)
+    finally:
+        Ftrace.stop()
+        rmmod()
+    result(out)
+
+
+def sampler_count(a, n, base_records):
+    """Sampler and memory figures with n cgroups (cgload), idle and active."""
+    t0 = time.monotonic()
+    load = CgLoad(a.cgload, CG / f'cgl{n}', n)
+    try:
+        return sampler_measure(a, n, base_records, load, t0)
+    finally:
+        if load.proc.poll() is None:        # an error: do not leave it
+            load.proc.kill()
+            load.proc.wait()
+
+
+def sampler_measure(a, n, base_records, load, t0):
+    # records: root, the cgroups already there, cgl<n>, its n children
+    rp = ramp(load, base_records + 1 + n)
+    pc = probe_cost(load)
+    r0 = statistics.median(load.round() for _ in range(3))
+    # every interval must hold a whole round, with room to spare
+    ms = int(min(10000, max(300, 4000 * r0)))
+    set_interval(ms)
+    wait_samples(2, timeout=60 + 3 * ms / 1000)
+    Ftrace.take()
+    i = info()
+    row = {'cgroups': n, 'setup_s': round(load.setup_s, 1),
+           'ramp': rp, 'probe': pc,
+           'interval_ms': ms, 'records': i['records'],
+           'record_bytes': i['record_bytes'],
+           'slab': slab_info()}
+    log(f'sampler: {n} cgroups, interval {ms} ms, records '
+        f'{i["records"]}, setup {load.setup_s:.1f} s, ramp {rp}, '
+        f'probe {pc}')
+    row['idle'] = measure(load, a.intervals, active=False)
+    c0 = info()['cache_overflows']
+    row['active'] = measure(load, a.intervals, active=True)
+    row['cache_overflows'] = info()['cache_overflows'] - c0
+    try:
+        row['teardown_s'] = round(load.quit(), 1)
+    except OSError as e:        # a busy cgroup must not lose the row
+        row['teardown_error'] = str(e)
+    row['seconds'] = round(time.monotonic() - t0, 1)
+    log(f'sampler: {n}: idle {row["idle"]["total"]}, active '
+        f'{row["active"]["total"]}, work {row["active"]["work"]}, '
+        f'reap {row["active"]["reap"]}')
+    return row
+
+
+# --------------------------------------------------------------- cyclictest
+
+def histogram_p99(path):
+    counts, over = {}, 0
+    for line in Path(path).read_text().splitlines():
+        if line.startswith('#'):
+            m = re.match(r'# Histogram Overflows:\s*(.*)', line)
+            if m:
+                over = sum(int(x) for x in m.group(1).split())
+            continue
+        f = line.split()
+        if len(f) >= 2 and f[0].isdigit():
+            counts[int(f[0])] = sum(int(x) for x in f[1:])
+    total = sum(counts.values()) + over
+    acc = 0
+    for us in sorted(counts):
+        acc += counts[us]
+        if acc >= 0.99 * total:
+            return us, total, over
+    return None, total, over          # p99 beyond the histogram
+
+
+def cmd_cyclictest(a):
+    out = {'runs': [], 'load': f'hackbench -g {a.hb_groups} -l {a.hb_loops} '
+           'in a loop'}
+    order = []
+    for i in range(a.pairs):
+        order += ['A', 'B'] if i % 2 == 0 else ['B', 'A']
+    for s in order:
+        if s == 'B':
+            insmod(a.ko)
+        load = subprocess.Popen(
+            ['sh', '-c', f'while :; do hackbench -g {a.hb_groups} -l '
+             f'{a.hb_loops} >/dev/null 2>&1; done'],
+            start_new_session=True)
+        hist = '/tmp/cyclic.hist'
+        try:
+            p = run(['cyclictest', '-m', '-S', '-p', '95', '-i', '1000',
+                     '-D', f'{a.seconds}s', '-q', '-h', str(a.hist_us),
+                     f'--histfile={hist}'], timeout=a.seconds * 4 + 60)
+        finally:
+            os.killpg(load.pid, signal.SIGKILL)
+            load.wait()
+            if s == 'B':
+                rmmod()
+        maxes = [int(x) for x in re.findall(r'Max:\s*(\d+)', p.stdout)]
+        if not maxes:
+            text = Path(hist).read_text()
+            m = re.search(r'# Max Latencies:\s*(.*)', text)
+            maxes = [int(x) for x in m.group(1).split()] if m else []
+        p99, total, over = histogram_p99(hist)
+        run_ = {'state': s, 'max_us': max(maxes) if maxes else None,
+                'p99_us': p99, 'samples': total, 'overflows': over}
+        out['runs'].append(run_)
+        log(f'cyclictest: {run_}')
+    for s in ('A', 'B'):
+        rs = [r for r in out['runs'] if r['state'] == s]
+        out[s] = {'max_us': spread([r['max_us'] for r in rs
+                                    if r['max_us'] is not None]),
+                  'p99_us': spread([r['p99_us'] for r in rs
+                                    if r['p99_us'] is not None])}
+    result(out)
+
+
+# --------------------------------------------------------------------- main
+
+def cmd_tools(a):
+    out = {'kernel': os.uname().release, 'cpus': os.cpu_count()}
+    try:
+        out['perf'] = perf_binary()
+        out['perf_version'] = run([out['perf'], '--version']).stdout.strip()
+    except Exception as e:          # noqa: BLE001
+        out['perf_error'] = str(e)
+    for tool, args in (('bpftrace', ['--version']), ('hackbench', ['--help']),
+                       ('cyclictest', ['--help'])):
+        path = shutil.which(tool)
+        out[tool] = path
+        if path and tool == 'bpftrace':
+            out['bpftrace_version'] = run([path, *args]).stdout.strip()
+    out['btf'] = Path('/sys/kernel/btf/vmlinux').exists()
+    mounts = Path('/proc/mounts').read_text()
+    out['tracefs'] = ' tracefs ' in mounts
+    out['debugfs'] = ' debugfs ' in mounts
+    result(out)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    sub = ap.add_subparsers(dest='cmd', required=True)
+
+    def work_args(p):
+        p.add_argument('--pipe-loops', type=int, default=5000)
+        p.add_argument('--hb-groups', type=int, default=2)
+        p.add_argument('--hb-loops', type=int, default=50,
+                       help='0: no hackbench')
+
+    p = sub.add_parser('throughput')
+    p.add_argument('--ko', required=True)
+    p.add_argument('--bt', help='bpftrace script of the eBPF peer')
+    p.add_argument('--pairs-b', type=int, default=40,
+                   help='pipe: pairs B/A (cgroup_energy loaded)')
+    p.add_argument('--pairs-c', type=int, default=12,
+                   help='pipe: pairs C/A (eBPF peer; needs --bt)')
+    p.add_argument('--pairs-d', type=int, default=0,
+                   help='pipe: pairs D/A (module, sampler every 10 s)')
+    p.add_argument('--hb-pairs-b', type=int, default=12,
+                   help='hackbench: pairs B/A')
+    p.add_argument('--hb-pairs-c', type=int, default=10,
+                   help='hackbench: pairs C/A')
+    p.add_argument('--warmup', type=int, default=3,
+                   help='uncounted runs first (TCG code cache, page cache)')
+    p.add_argument('--budget', type=int, default=0,
+                   help='seconds; once spent, stop at the next block if '
+                   'every ratio has 10 pairs')
+    work_args(p)
+    p = sub.add_parser('selftime')
+    p.add_argument('--ko', required=True)
+    p.add_argument('--clockcal')
+    p.add_argument('--reps', type=int, default=5)
+    work_args(p)
+    p = sub.add_parser('ebpfcost')
+    p.add_argument('--bt', required=True)
+    p.add_argument('--reps', type=int, default=3)
+    work_args(p)
+    p = sub.add_parser('sampler')
+    p.add_argument('--ko', required=True)
+    p.add_argument('--cgload', required=True)
+    p.add_argument('--counts', type=lambda s: [int(x) for x in s.split(',')],
+                   default=[10, 1000, 10000])
+    p.add_argument('--intervals', type=int, default=8)
+    p = sub.add_parser('cyclictest')
+    p.add_argument('--ko', required=True)
+    p.add_argument('--pairs', type=int, default=3)
+    p.add_argument('--seconds', type=int, default=10)
+    p.add_argument('--hist-us', type=int, default=20000)
+    p.add_argument('--hb-groups', type=int, default=2)
+    p.add_argument('--hb-loops', type=int, default=200)
+    sub.add_parser('tools')
+
+    a = ap.parse_args(argv)
+    {'throughput': cmd_throughput, 'selftime': cmd_selftime,
+     'ebpfcost': cmd_ebpfcost, 'sampler': cmd_sampler,
+     'cyclictest': cmd_cyclictest, 'tools': cmd_tools}[a.cmd](a)
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,98 @@
+# SPDX-License-Identifier: GPL-2.0
+"""make check: the short version of make bench (bench/bench.py).
+
+One boot of the 6.1 guest, about two minutes: `perf bench sched pipe`
+without and with cgroup_energy loaded, alternating (10 pairs, each B run
+paired with the A run next to it), and the self-timing build
+(CGE_SELFTIME=y) under the same benchmark. Timing in a TCG guest varies by
+about 15 % from run to run, so this fails only on a gross regression:
+
+- the median of the pairwise B/A throughput ratios below 0.85, or
+- the self-timed ns per switch more than 3 times the baseline recorded in
+  bench/baseline.json, compared at the same guest speed (the share of the
+  benchmark's time spent in the probe, which does not move with the host's
+  load; see bench.gross_regression).
+
+Other flavours than the baseline's are skipped. `make bench` measures it all.
+"""
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / 'bench'))
+import bench  # noqa: E402
+
+
+def baseline():
+    return json.loads(bench.BASELINE.read_text())
+
+
+@pytest.fixture(scope='module')
+def short(vm, vm_flavour, cge_ko):
+    base = baseline()
+    if vm_flavour != base['flavour']:
+        pytest.skip(f'bench baseline recorded for {base["flavour"]} only')
+    selfko = bench.build_selftime(vm_flavour)
+    res = vm.run(bench.short_commands(cge_ko, selfko), flavour=vm_flavour,
+                 timeout=600)
+    return {'throughput': bench.guest_result(res['throughput']),
+            'selftime': bench.guest_result(res['selftime']), 'base': base}
+
+
+def test_baseline_file():
+    base = baseline()
+    for key in ('flavour', 'ns_per_switch', 'pipe_share'):
+        assert base.get(key), f'{bench.BASELINE}: no {key}'
+
+
+def test_short_bench_runs(short):
+    tp = short['throughput']
+    assert not tp.get('error'), tp['error']
+    assert not tp['errors'], tp['errors']
+    assert tp['bench']['pipe']['summary']['B']['n'] >= 10
+    st = short['selftime']
+    assert not st.get('error'), st['error']
+    assert all(r['timed_calls'] > 0 for r in st['reps']), st['reps']
+
+
+def test_no_gross_regression(short):
+    bad = bench.gross_regression(short['throughput'], short['selftime'],
+                                 short['base'])
+    pipe = short['throughput']['bench']['pipe']['summary']['B']
+    print(f'module_ratio {pipe["median"]:.3f} ({pipe["min"]:.3f}-'
+          f'{pipe["max"]:.3f}, n={pipe["n"]}); self-timed '
+          f'{short["selftime"]["pipe"]["median"]} ns per switch, share '
+          f'{short["selftime"]["pipe_share"]["median"]:.4f} (baseline '
+          f'{short["base"]["ns_per_switch"]} ns, '
+          f'{short["base"]["pipe_share"]:.4f})')
+    assert not bad, '; '.join(bad)
+
+
+def test_gross_regression_rule():
+    """The rule itself, on made-up results (no VM)."""
+    base = {'ns_per_switch': 100, 'pipe_share': 0.01}
+
+    def tput(ratios):
+        return {'errors': [], 'bench': {'pipe': {'ratios': {'B': ratios},
+                'summary': {'B': bench_spread(ratios)}}}}
+
+    def selftime(ns, share):
+        return {'pipe': {'median': ns}, 'pipe_share': {'median': share}}
+
+    ok = [1.0, 0.95, 1.05] * 4
+    assert bench.gross_regression(tput(ok), selftime(100, 0.01), base) == []
+    # a slower guest: more ns, same share: fine
+    assert bench.gross_regression(tput(ok), selftime(400, 0.01), base) == []
+    assert bench.gross_regression(tput(ok), selftime(100, 0.031), base)
+    assert bench.gross_regression(tput([0.8] * 12), selftime(100, 0.01),
+                                  base)
+    assert bench.gross_regression(tput([1.0] * 9), selftime(100, 0.01), base)
+
+
+def bench_spread(xs):
+    import statistics
+    return {'median': statistics.median(xs), 'min': min(xs), 'max': max(xs),
+            'n': len(xs)}
