@@ -471,7 +471,8 @@ def markdown(d):
              f'{fmt(s.get("module_bytes"))} B | |')
     L.append(f'| sampler scratch per active cgroup (kvmalloc, kept) | '
              f'{fmt(s["sampler_scratch_bytes_per_active_cgroup"])} B | |')
-    L += ['', '## Sampler cost per interval', '',
+    counts = raw.get('sampler', {}).get('counts', [])
+    L += [] if not counts else ['', '## Sampler cost per interval', '',
           'µs per sample, from ftrace (function_graph) on `cge_sample_fn`: '
           'median / min over the samples; idle = the cgroups exist but '
           'their tasks sleep, active = every one of them ran in the '
@@ -490,7 +491,7 @@ def markdown(d):
             return 'n/a'
         return f'{x["median"]:.0f} / {x["min"]:.0f}'
 
-    for r in raw.get('sampler', {}).get('counts', []):
+    for r in counts:
         if r.get('error'):
             L.append(f'| {r["cgroups"]} | error: {r["error"][:200]} |'
                      + ' |' * 10)

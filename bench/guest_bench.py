@@ -1,16 +1,18 @@
 # SPDX-License-Identifier: GPL-2.0
-"""make bench, the part that runs inside the VM (as root, host root over 9p).
+"""make bench, the part that runs inside the VM (as root, host root over 9p),
+or on the machine itself (bench.py --local).
 
 Each subcommand measures one thing and ends with one line
 `BENCH-RESULT <json>`; progress lines start with `bench:`.
 
   throughput  context-switch throughput (perf bench sched pipe, hackbench):
-              no probe (A), cgroup_energy loaded (B), eBPF peer (C), in
-              alternation A BB A CC A BB A CC ... A: each B or C run is paired
-              with the A run next to it (before the first of a block, after
-              the second), so slow drifts cancel. The module is loaded before
-              and unloaded after every B run; bpftrace is attached once per
-              C block. Ratios are throughput(X) / throughput(A).
+              no probe (A), cgroup_energy loaded (B), eBPF peer (C) and,
+              for the pipe, the module with its sampler slowed down (D), in
+              alternation A B A B A C C A D A ... (see schedule()). The
+              module is loaded before and unloaded after every B or D run,
+              which is divided by the geometric mean of the A runs on either
+              side; bpftrace is attached once per C block of two runs, each
+              divided by the A run next to it. So slow drifts cancel.
   selftime    the self-timing build (CGE_SELFTIME=y): probe_ns_mean while a
               benchmark runs, and the cost of a local_clock() pair (clockcal)
   ebpfcost    the eBPF peer's own cost per call (kernel.bpf_stats_enabled)
@@ -65,10 +67,6 @@ def kv(path):
         k, _, v = line.partition(' ')
         out[k] = int(v) if v.lstrip('-').isdigit() else v
     return out
-
-
-def median(xs):
-    return statistics.median(xs) if xs else None
 
 
 def spread(xs):
