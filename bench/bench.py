@@ -584,6 +584,9 @@ def main(argv=None):
              'hb_loops': a.hb_loops or (2000 if a.local else None)}
     out_dir = a.out or RESULTS
     stem = 'local' if a.local else 'latest'
+    if not a.local and str(REPO).startswith(('/tmp/', '/run/')):
+        ap.error(f'{REPO}: the guest mounts its own /tmp and /run, so it '
+                 'cannot see a clone there; clone elsewhere (e.g. /var/tmp)')
     t0 = time.monotonic()
     if not a.local and subprocess.run(['sh', str(REPO / 'tests/deps.sh')]
                                       ).returncode:
