@@ -251,7 +251,7 @@ void cge_cgstate_reap(void)
 	}
 	list_for_each_entry_safe(rec, tmp, &cge_all, all) {
 		if (rec == cge_root || rec->nr_children ||
-		    !css_is_dying(&rec->cgrp->self))
+		    cge_cgroup_online(rec->cgrp))
 			continue;
 		if (++rec->dead_passes < CGE_DEAD_PASSES)
 			continue;

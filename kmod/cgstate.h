@@ -35,7 +35,17 @@ struct cge_root_stat {
 	u64 dom_total_uj[CGE_DOM_NR];
 };
 
-struct cgroup;
+#include <linux/cgroup.h>
+
+/*
+ * Whether @cgrp is still there: rmdir clears CSS_ONLINE at once, while the
+ * self reference may be killed later (recent kernels wait for the last
+ * exiting task).
+ */
+static inline bool cge_cgroup_online(struct cgroup *cgrp)
+{
+	return READ_ONCE(cgrp->self.flags) & CSS_ONLINE;
+}
 
 struct cge_rec {
 	struct hlist_node hnode;	/* cge_hash, RCU */

@@ -109,7 +109,7 @@ static u64 cge_child_cgid(u64 parent, const char *name)
 static bool cge_cgroup_alive(u64 cgid)
 {
 	struct cgroup *cgrp = cge_cgroup_get_from_id(cgid);
-	bool alive = cgrp && !css_is_dying(&cgrp->self);
+	bool alive = cgrp && cge_cgroup_online(cgrp);
 
 	if (cgrp)
 		cgroup_put(cgrp);
@@ -182,7 +182,7 @@ static int cge_children(struct cgroup *cgrp, struct cge_child **out,
 
 	rcu_read_lock();
 	css_for_each_descendant_pre(pos, self) {
-		if (pos->parent != self || css_is_dying(pos))
+		if (pos->parent != self || !cge_cgroup_online(pos->cgroup))
 			continue;
 		n++;
 		bytes += strlen(cge_kn_name(pos->cgroup->kn)) + 1;
@@ -198,7 +198,7 @@ static int cge_children(struct cgroup *cgrp, struct cge_child **out,
 	}
 	rcu_read_lock();
 	css_for_each_descendant_pre(pos, self) {
-		if (pos->parent != self || css_is_dying(pos))
+		if (pos->parent != self || !cge_cgroup_online(pos->cgroup))
 			continue;
 		name = cge_kn_name(pos->cgroup->kn);
 		len = strlen(name);

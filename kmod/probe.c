@@ -27,6 +27,8 @@ struct cge_cpu {
 	bool tracking;		/* CPU online: charge its time */
 	struct task_struct *cur; /* whose runtime start_rt is; never deref'd */
 	u64 cur_cgid;		/* the cgroup cur's runtime is charged to */
+	u64 wake_cgid;		/* a kernel thread's cgroup, if one left idle */
+	bool wake_pending;	/* ... and has not yet handed the CPU on */
 	u64 start_rt;		/* cur's sum_exec_runtime, charged up to */
 	u64 busy_ns;		/* CPU time charged since the last drain */
 	u64 drain_ns;		/* local_clock() at the last drain */
@@ -222,12 +224,28 @@ static __always_inline void cge_probe_body(struct cge_cpu *c,
 
 	if (!is_idle_task(prev))
 		cge_charge_task(c, prev);
-	if (!is_idle_task(next)) {
-		cgid = cge_task_cgid(next);
-		cge_switch_in(c, next, cgid);
-		/* Leaving the idle task to run a task: one wakeup. */
-		if (is_idle_task(prev))
-			cge_charge(c, next, cgid, 0, 1);
+	if (is_idle_task(next)) {
+		/* A kernel thread woke the CPU for its own work. */
+		if (c->wake_pending) {
+			c->wake_pending = false;
+			cge_charge(c, prev, c->wake_cgid, 0, 1);
+		}
+		return;
+	}
+	cgid = cge_task_cgid(next);
+	cge_switch_in(c, next, cgid);
+	/*
+	 * Leaving the idle task to run a task is one wakeup of its cgroup. A
+	 * kernel thread that left idle only to hand the CPU to a task (the
+	 * timer thread that wakes sleepers on PREEMPT_RT) passes it on.
+	 */
+	if (is_idle_task(prev) && (next->flags & PF_KTHREAD)) {
+		c->wake_pending = true;
+		c->wake_cgid = cgid;
+	} else if (is_idle_task(prev) ||
+		   (c->wake_pending && !(next->flags & PF_KTHREAD))) {
+		c->wake_pending = false;
+		cge_charge(c, next, cgid, 0, 1);
 	}
 }
 
