@@ -4,9 +4,17 @@
 # each stage's duration and one closing line. Exit status non-zero if any
 # stage failed.
 #
-# Stages: deps, build, style, host (pytest, no VM), kunit (UML), vm (QEMU).
+# Stages: deps, build, style, host (pytest, no VM), kunit (UML), vm (QEMU),
+# and, when asked for (CGE_STAGES="... debug"), debug: the stress suite on
+# the KASAN/lockdep kernel and on 6.1-rt (about 25 min more, plus ~25 CPU-min
+# to build the debug kernel once).
 # CGE_STAGES="host vm" runs a subset; CGE_CACHE (default
 # /var/cache/cgroup-energy) keeps downloads and builds between runs.
+# CGE_FLAVOURS (default "all": 6.1 6.1-rt 6.12 6.12-rt sid) selects the vm
+# stage's kernels; CGE_STRESS_FLAVOURS (default "debug 6.1-rt") the debug
+# stage's.  With the debug stage, the debug kernel (tests/vm/debugkernel.py)
+# is built in the background, at nice 19, from the end of the deps stage on,
+# so it overlaps the other stages.
 set -u
 
 REPO=$(cd "$(dirname "$0")/.." && pwd)
@@ -43,12 +51,41 @@ pytest_stage() { # pytest_stage NAME ARGS...
 		--junitxml="$OUT/$name.xml" "$@"
 }
 
+selected() { case " $STAGES " in *" $1 "*) return 0 ;; esac; return 1; }
+
+# The debug kernel takes long to build: start it now, in the background.
+debug_bg() {
+	selected debug || return 0
+	case " ${CGE_STRESS_FLAVOURS:-debug 6.1-rt} " in *" debug "*) ;; *) return 0 ;; esac
+	echo "check: building the debug kernel in the background" \
+		"(log: $OUT/debugkernel.log)"
+	nice -n 19 $PY tests/vm/debugkernel.py >"$OUT/debugkernel.log" 2>&1 &
+	DEBUG_BG=$!
+}
+
+vm_stage() {
+	CGE_FLAVOURS=${CGE_FLAVOURS:-all} pytest_stage vm -m vm \
+		--ignore=tests/test_stress.py tests
+}
+
+debug_stage() {
+	if [ -n "${DEBUG_BG:-}" ]; then
+		echo "check: waiting for the debug kernel build"
+		wait "$DEBUG_BG" || echo "check: background debug kernel build" \
+			"failed; see $OUT/debugkernel.log (retrying in the stage)"
+	fi
+	pytest_stage debug tests/test_stress.py
+}
+
+DEBUG_BG=""
 stage deps sh tests/deps.sh
+debug_bg
 stage build make --no-print-directory tool
 stage style sh tests/style.sh
 stage host pytest_stage host -m "not vm" --ignore=tests/test_kunit.py tests
 stage kunit pytest_stage kunit tests/test_kunit.py
-stage vm pytest_stage vm -m vm tests
+stage vm vm_stage
+stage debug debug_stage
 
 echo "==== check: durations"
 printf '%s' "$summary"

@@ -7,7 +7,7 @@ set -eu
 PKGS="gcc make perl bc flex bison libelf-dev libssl-dev dwarves cpio kmod \
 xz-utils zstd rsync qemu-system-x86 busybox-static python3 python3-pytest \
 linux-source-6.1 valgrind prometheus dkms openssl systemd \
-linux-perf rt-tests bpftrace"
+linux-perf rt-tests bpftrace debootstrap"
 
 missing=""
 for p in $PKGS; do
