@@ -154,7 +154,7 @@ class Storm:
 class Readers:
     """Threads reading every energy.stat (and energy.info) in a loop."""
 
-    def __init__(self, n=1, pause=0.02):
+    def __init__(self, n=1, pause=0.1):
         self.pause = pause
         self.stop_ev = threading.Event()
         self.reads = 0
@@ -307,7 +307,7 @@ def s_churn(ctx):
                 moves['ok'] += 1
             except OSError:
                 moves['gone'] += 1         # removed meanwhile
-            time.sleep(0.02)
+            time.sleep(0.05)
 
     def evict(d):
         """Move any task out of d and remove it."""
