@@ -453,6 +453,9 @@ def markdown(d):
                  f'{peer_err[0][:160]} | |')
     L.append(f'| probe, self-timed, ns per switch (raw) | '
              f'{spread_txt(raw.get("selftime", {}).get("pipe"), 0)} | |')
+    L.append(f'| share of the pipe benchmark\'s time in the probe '
+             f'(self-timed ns x switches/s) | '
+             f'{fmt(s.get("probe_share") and 100 * s["probe_share"], 2)} % | |')
     L.append(f'| local_clock() pair (timing overhead in the raw figure) | '
              f'{fmt(s["clock_pair_ns"], 1)} ns | |')
     L.append(f'| probe, ns per switch, net of the clock pair | '
