@@ -55,8 +55,8 @@ TARGET_NS_BARE_METAL = 50
 GROSS_RATIO = 0.85
 GROSS_NS_FACTOR = 3.0
 
-# The short version for make check: pipe only, B only, 16 pairs.
-SHORT = {'pairs': 16, 'pipe_loops': 4000, 'selftime_reps': 3}
+# The short version for make check: pipe only, B only, 12 pairs.
+SHORT = {'pairs': 12, 'pipe_loops': 3000, 'selftime_reps': 3, 'warmup': 2}
 
 
 def short_commands(ko, selfko):
@@ -64,7 +64,7 @@ def short_commands(ko, selfko):
     return {
         'throughput': guest('throughput', ko=ko, pairs_b=SHORT['pairs'],
                             pairs_c=0, pipe_loops=SHORT['pipe_loops'],
-                            hb_loops=0),
+                            hb_loops=0, warmup=SHORT['warmup']),
         'selftime': guest('selftime', ko=selfko, reps=SHORT['selftime_reps'],
                           pipe_loops=SHORT['pipe_loops'], hb_loops=0),
     }
