@@ -34,9 +34,10 @@ def test_defaults(res):
 
 def test_wakeups_counted(res):
     r = ok(res, 's_split_impact')
-    secs = r['seconds']
-    # 2 ms sleeps: hundreds per second (TCG timers are slow, not that slow)
-    assert r['sleeper']['wakeups'] / secs >= 100, r
+    secs = r['run_s']
+    # 2 ms sleeps: 500/s on hardware; 140-210/s seen under TCG, 50/s on a
+    # host loaded by other guests. A busy loop: a handful.
+    assert r['sleeper']['wakeups'] / secs >= 50, r
     assert r['busy']['wakeups'] / secs <= 5, r
 
 
@@ -73,7 +74,7 @@ def test_coefficient_change_applies_later(res):
     assert again['impact_usec'] == b['impact_usec']
     du = a['usage_usec'] - b['usage_usec']
     dw = a['wakeups'] - b['wakeups']
-    assert dw > 100
+    assert dw > 20, r
     new = du + 1000 * dw       # kcpu_wakeups 0.001 s = 1000 µs
     old = du + WAKEUP_USEC * dw
     di = a['impact_usec'] - b['impact_usec']

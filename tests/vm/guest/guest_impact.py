@@ -37,7 +37,7 @@ def side_by_side(tag):
     return {'busy': b1, 'sleeper': s1,
             'busy_delta': {k: b1[k] - b0[k] for k in b1},
             'sleeper_delta': {k: s1[k] - s0[k] for k in s1},
-            'seconds': RUN_S}
+            'run_s': RUN_S}
 
 
 def s_split_impact(ctx):
