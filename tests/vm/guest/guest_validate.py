@@ -27,31 +27,9 @@ import threading
 import time
 from pathlib import Path
 
-CG = Path('/sys/fs/cgroup')
-EN = Path('/sys/fs/cgroup_energy')
-PARAMS = Path('/sys/module/cgroup_energy/parameters')
+from common import CG, EN, PARAMS, cpu_usage, info, stat  # noqa: E402
+
 READER_CG = 'cge-validator'       # this script's own cgroup
-
-
-def kv(path):
-    """Parse a flat-keyed file (energy.stat, energy.info, cpu.stat)."""
-    out = {}
-    for line in Path(path).read_text().splitlines():
-        k, _, v = line.partition(' ')
-        out[k] = int(v) if v.lstrip('-').isdigit() else v
-    return out
-
-
-def stat(rel=''):
-    return kv(EN / rel / 'energy.stat')
-
-
-def info():
-    return kv(EN / 'energy.info')
-
-
-def cpu_usage(rel):
-    return kv(CG / rel / 'cpu.stat')['usage_usec']
 
 
 def sh(cmd):
