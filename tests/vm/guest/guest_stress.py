@@ -29,7 +29,8 @@ import time
 from pathlib import Path
 
 from common import (CG, EN, PARAMS, conservation_ok, cpu_usage, dmesg, info,
-                    kv, main_args, mkcg, scenarios, settle, sh, stat)
+                    insmod, kv, main_args, mkcg, mount_en, rmmod, scenarios,
+                    settle, stat, umount_en)
 
 KO, CGWORK = main_args()
 KMEMLEAK = Path('/sys/kernel/debug/kmemleak')
@@ -276,8 +277,8 @@ def s_baseline(ctx):
 
 
 def s_load(ctx):
-    sh(f'insmod {KO}')
-    sh(f'mount -t cgroup_energy none {EN}')
+    insmod(KO)
+    mount_en()
     return {'info': info()}
 
 
@@ -292,7 +293,7 @@ def s_churn(ctx):
     # sleepers: a wakeup and two switches per period in whatever cgroup they
     # are in, without taking a whole vCPU from the churn
     tasks = [subprocess.Popen([CGWORK, '-c', str(base), 'sleeper', str(us),
-                               '100000']) for us in (300, 700, 1500)]
+                               '100000']) for us in (2000, 5000, 10000)]
     moves = {'ok': 0, 'gone': 0}
     stop = threading.Event()
 
@@ -316,6 +317,7 @@ def s_churn(ctx):
                 d.rmdir()
                 return
             except OSError:
+                timing['evict_retries'] += 1
                 for pid in (d / 'cgroup.procs').read_text().split():
                     try:
                         write(base / 'cgroup.procs', pid)
@@ -324,21 +326,25 @@ def s_churn(ctx):
                 time.sleep(0.02)
         raise RuntimeError(f'cannot remove {d}')
 
+    timing = collections.Counter()
     mover = threading.Thread(target=migrate, daemon=True)
     t0 = time.time()
     created = removed = 0
-    with Readers() as rd, ParamChanger() as pc:
+    with Readers(pause=0.3) as rd, ParamChanger() as pc:
         mover.start()
         try:
             for i in range(n):
                 d = base / f'c{i}'
                 if i % 10 == 9:                  # some nested ones
                     d = window[-1] / f'n{i}' if window else d
+                t1 = time.time()
                 d.mkdir()
+                timing['mkdir_s'] += time.time() - t1
                 created += 1
                 with lock:
                     window.append(d)
                     old = window.popleft() if len(window) > 24 else None
+                t1 = time.time()
                 if old is not None:
                     # a nested child goes before its parent
                     for child in sorted(old.glob('n*')):
@@ -349,6 +355,7 @@ def s_churn(ctx):
                         removed += 1
                     evict(old)
                     removed += 1
+                timing['evict_s'] += time.time() - t1
         finally:
             stop.set()
             mover.join(30)
@@ -368,7 +375,8 @@ def s_churn(ctx):
     settle()
     return {'created': created, 'removed': removed,
             'left': sorted(p.name for p in base.iterdir() if p.is_dir()),
-            'seconds': round(churn_s, 1), 'moves': moves,
+            'churn_s': round(churn_s, 1), 'moves': moves,
+            'timing': {k: round(v, 2) for k, v in timing.items()},
             'readers': readers, 'params': params, 'info': info(),
             'usage': stat('churn')['usage_usec'],
             'kernel': cpu_usage('churn'),
@@ -378,24 +386,24 @@ def s_churn(ctx):
 def s_reload(ctx):
     """Unload/reload cycles under a context-switch storm."""
     cycles = []
-    sh(f'umount {EN}')
-    sh('rmmod cgroup_energy')
+    umount_en()
+    rmmod()
     with Storm() as st:
         for i in range(N_RELOADS):
             t0 = time.time()
-            sh(f'insmod {KO} interval_ms={(1, 10, 100)[i % 3]}')
-            sh(f'mount -t cgroup_energy none {EN}')
+            insmod(KO, f'interval_ms={(1, 10, 100)[i % 3]}')
+            mount_en()
             time.sleep(0.3)
             s = stat()
             storm = stat('storm') if (EN / 'storm').is_dir() else {}
-            sh(f'umount {EN}')
-            sh('rmmod cgroup_energy')
+            umount_en()
+            rmmod()
             cycles.append({'ok': conservation_ok(s),
                            'storm_usage': storm.get('usage_usec', 0),
                            'seconds': round(time.time() - t0, 2)})
         runs = st.runs
-    sh(f'insmod {KO}')
-    sh(f'mount -t cgroup_energy none {EN}')
+    insmod(KO)
+    mount_en()
     return {'cycles': cycles, 'storm_runs': runs, 'storm': Storm.tool(),
             'loaded': os.path.isdir('/sys/module/cgroup_energy')}
 
@@ -433,12 +441,12 @@ def s_final(ctx):
 
 def s_kmemleak(ctx):
     if not KMEMLEAK.exists():
-        sh(f'umount {EN}')
-        sh('rmmod cgroup_energy')
+        umount_en()
+        rmmod()
         return {'skipped': 'no kmemleak'}
     loaded = kmemleak_scan()
-    sh(f'umount {EN}')
-    sh('rmmod cgroup_energy')
+    umount_en()
+    rmmod()
     unloaded = kmemleak_scan()
     allr = {x['head']: x for x in loaded + unloaded}.values()
     mod = [x for x in allr if involves_module(x)]
