@@ -16,6 +16,7 @@
 #include <linux/sched.h>
 #include <linux/dcache.h>
 #include <linux/rcupdate.h>
+#include <linux/workqueue.h>
 #include <asm/msr.h>
 
 /* sched_switch gained prev_state in 5.18. */
@@ -94,5 +95,16 @@ static inline int cge_rdmsr_on_cpu(unsigned int cpu, u32 msr, u64 *val)
 	return rdmsrl_safe_on_cpu(cpu, msr, val);
 #endif
 }
+
+/*
+ * system_dfl_wq, the unbound system workqueue, replaced system_unbound_wq in
+ * 6.17 (128ea9f6ccfb; some stable kernels, as Debian's 6.12, have both);
+ * 7.2 warns once when system_unbound_wq is used.
+ */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 17, 0)
+#define cge_unbound_wq system_dfl_wq
+#else
+#define cge_unbound_wq system_unbound_wq
+#endif
 
 #endif /* CGE_COMPAT_H */

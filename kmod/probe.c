@@ -27,7 +27,9 @@ struct cge_cpu {
 	bool tracking;		/* CPU online: charge its time */
 	struct task_struct *cur; /* whose runtime start_rt is; never deref'd */
 	u64 cur_cgid;		/* the cgroup cur's runtime is charged to */
+	u64 cur_parent;		/* cur_cgid's parent, set with it (0: root) */
 	u64 wake_cgid;		/* a kernel thread's cgroup, if one left idle */
+	u64 wake_parent;	/* ... and its parent */
 	bool wake_pending;	/* ... and has not yet handed the CPU on */
 	u64 start_rt;		/* cur's sum_exec_runtime, charged up to */
 	u64 busy_ns;		/* CPU time charged since the last drain */
@@ -47,22 +49,31 @@ static struct tracepoint *cge_tp;
 static struct tracepoint *cge_attach_tp;
 static enum cpuhp_state cge_hp_state;
 
-static inline u64 cge_task_cgid(struct task_struct *p)
+/* The id of @cg's parent, 0 for the root. */
+static inline u64 cge_parent_id(struct cgroup *cg)
 {
-	return cgroup_id(task_dfl_cgroup(p));
+	struct cgroup *pcg = cgroup_parent(cg);
+
+	return pcg ? cgroup_id(pcg) : 0;
 }
 
 /*
- * The id of the parent of @cgid, @p's cgroup, or 0 if @p has moved since.
- * Looked up only when a slot is created, so the sampler can find the
- * nearest ancestor of a cgroup removed before the drain.
+ * Make @cg, the cgroup c->cur is in now, the one its time is charged to.
+ * The parent's id is recorded with it while the task is known to be in @cg:
+ * the sampler needs it to find the nearest ancestor of a cgroup removed
+ * before the drain, and once the task has moved (the cgroup_attach_task
+ * tracepoint fires after the move) it can no longer be looked up. A cgroup's
+ * parent never changes and ids are never reused, so a switch between two
+ * tasks of one cgroup skips the lookup.
  */
-static u64 cge_parent_cgid(struct task_struct *p, u64 cgid)
+static inline void cge_set_cur(struct cge_cpu *c, struct cgroup *cg)
 {
-	struct cgroup *cg = task_dfl_cgroup(p);
-	struct cgroup *pcg = cgroup_parent(cg);
+	u64 cgid = cgroup_id(cg);
 
-	return pcg && cgroup_id(cg) == cgid ? cgroup_id(pcg) : 0;
+	if (cgid != c->cur_cgid) {
+		c->cur_cgid = cgid;
+		c->cur_parent = cge_parent_id(cg);
+	}
 }
 
 /*
@@ -75,9 +86,9 @@ static inline bool cge_task_background(struct task_struct *p)
 	       task_nice(p) >= 10;
 }
 
-/* Charge @ns and @wakeups to @p's cgroup @cgid in @c's cache. */
+/* Charge @ns and @wakeups to @p's cgroup @cgid, child of @parent, in @c. */
 static void cge_charge(struct cge_cpu *c, struct task_struct *p, u64 cgid,
-		       u64 ns, u32 wakeups)
+		       u64 parent, u64 ns, u32 wakeups)
 {
 	u64 bg_ns = ns && cge_task_background(p) ? ns : 0;
 	struct cge_cpu_sample *s = &c->s;
@@ -96,8 +107,6 @@ static void cge_charge(struct cge_cpu *c, struct task_struct *p, u64 cgid,
 		}
 	}
 	if (unlikely(s->nr == CGE_SLOTS)) {
-		u64 parent = cge_parent_cgid(p, cgid);
-
 		c->overflows++;
 		if (!cge_cgstate_overflow(cgid, parent, ns, bg_ns, wakeups) &&
 		    s->nr_want < CGE_WANTS) {
@@ -109,7 +118,7 @@ static void cge_charge(struct cge_cpu *c, struct task_struct *p, u64 cgid,
 	c->hint = s->nr;
 	sl = &s->slot[s->nr++];
 	sl->cgid = cgid;
-	sl->parent_cgid = cge_parent_cgid(p, cgid);
+	sl->parent_cgid = parent;
 	sl->ns = 0;
 	sl->bg_ns = 0;
 	sl->wakeups = 0;
@@ -136,18 +145,17 @@ static void cge_charge_task(struct cge_cpu *c, struct task_struct *p)
 	/* Only a task whose start we saw (not one running when we attached). */
 	if (unlikely(p != c->cur)) {
 		c->cur = p;
-		c->cur_cgid = cge_task_cgid(p);
+		cge_set_cur(c, task_dfl_cgroup(p));
 		return;
 	}
 	c->busy_ns += delta;
-	cge_charge(c, p, c->cur_cgid, delta, 0);
+	cge_charge(c, p, c->cur_cgid, c->cur_parent, delta, 0);
 }
 
-static inline void cge_switch_in(struct cge_cpu *c, struct task_struct *p,
-				 u64 cgid)
+static inline void cge_switch_in(struct cge_cpu *c, struct task_struct *p)
 {
 	c->cur = p;
-	c->cur_cgid = cgid;
+	cge_set_cur(c, task_dfl_cgroup(p));
 	c->start_rt = READ_ONCE(p->se.sum_exec_runtime);
 }
 
@@ -220,20 +228,17 @@ static __always_inline void cge_probe_body(struct cge_cpu *c,
 					   struct task_struct *prev,
 					   struct task_struct *next)
 {
-	u64 cgid;
-
 	if (!is_idle_task(prev))
 		cge_charge_task(c, prev);
 	if (is_idle_task(next)) {
 		/* A kernel thread woke the CPU for its own work. */
 		if (c->wake_pending) {
 			c->wake_pending = false;
-			cge_charge(c, prev, c->wake_cgid, 0, 1);
+			cge_charge(c, prev, c->wake_cgid, c->wake_parent, 0, 1);
 		}
 		return;
 	}
-	cgid = cge_task_cgid(next);
-	cge_switch_in(c, next, cgid);
+	cge_switch_in(c, next);
 	/*
 	 * Leaving the idle task to run a task is one wakeup of its cgroup. A
 	 * kernel thread that left idle only to hand the CPU to a task (the
@@ -241,11 +246,12 @@ static __always_inline void cge_probe_body(struct cge_cpu *c,
 	 */
 	if (is_idle_task(prev) && (next->flags & PF_KTHREAD)) {
 		c->wake_pending = true;
-		c->wake_cgid = cgid;
+		c->wake_cgid = c->cur_cgid;
+		c->wake_parent = c->cur_parent;
 	} else if (is_idle_task(prev) ||
 		   (c->wake_pending && !(next->flags & PF_KTHREAD))) {
 		c->wake_pending = false;
-		cge_charge(c, next, cgid, 0, 1);
+		cge_charge(c, next, c->cur_cgid, c->cur_parent, 0, 1);
 	}
 }
 
@@ -262,7 +268,7 @@ static void cge_close_interval(struct cge_cpu *c)
 	if (!is_idle_task(current)) {
 		cge_charge_task(c, current);
 		/* A task moved by another process: its new cgroup from now on. */
-		c->cur_cgid = cge_task_cgid(current);
+		cge_set_cur(c, task_dfl_cgroup(current));
 	}
 	c->s.idle_ns += wall > c->busy_ns ? wall - c->busy_ns : 0;
 	c->busy_ns = 0;
@@ -330,7 +336,7 @@ static int cge_cpu_online(unsigned int cpu)
 	c->drain_ns = local_clock();
 	c->busy_ns = 0;
 	rcu_read_lock();
-	cge_switch_in(c, current, cge_task_cgid(current));
+	cge_switch_in(c, current);
 	rcu_read_unlock();
 	c->tracking = true;
 	local_irq_restore(flags);
@@ -354,14 +360,18 @@ static int cge_cpu_offline(unsigned int cpu)
 /*
  * A task that moves itself to another cgroup (as `echo $$ > cgroup.procs`,
  * systemd and container runtimes do before exec): charge its runtime so far
- * to the cgroup it leaves, as cpu.stat does. Process context, after the move.
+ * to the cgroup it leaves, as cpu.stat does. Process context, after the move
+ * (the tracepoint fires once cgroup_migrate() has committed, in 6.1 as in
+ * mainline), so the cgroup left and its parent are those recorded in @c, not
+ * looked up here; with the parent, the sampler charges the slice to it if
+ * the cgroup is removed before the next sample.
  */
 static void cge_attach_probe(void *data, struct cgroup *dst, const char *path,
 			     struct task_struct *task, bool threadgroup)
 {
+	struct cgroup *cg;
 	struct cge_cpu *c;
 	unsigned long flags;
-	u64 cgid;
 
 	if (task != current)
 		return;
@@ -369,12 +379,12 @@ static void cge_attach_probe(void *data, struct cgroup *dst, const char *path,
 	c = this_cpu_ptr(&cge_cpu);
 	if (c->tracking && c->cur == current) {
 		rcu_read_lock();
-		cgid = cge_task_cgid(current);	/* dst may be a v1 cgroup */
-		rcu_read_unlock();
-		if (cgid != c->cur_cgid) {
+		cg = task_dfl_cgroup(current);	/* dst may be a v1 cgroup */
+		if (cgroup_id(cg) != c->cur_cgid) {
 			cge_charge_task(c, current);
-			c->cur_cgid = cgid;
+			cge_set_cur(c, cg);
 		}
+		rcu_read_unlock();
 	}
 	local_irq_restore(flags);
 }

@@ -16,7 +16,7 @@
 
 struct cge_slot {
 	u64 cgid;		/* cgroup id, never a reference */
-	u64 parent_cgid;	/* its parent's id, 0 if unknown */
+	u64 parent_cgid;	/* its parent's id, 0 for the root */
 	u64 ns;			/* CPU time charged this interval */
 	u64 bg_ns;		/* the part at background QoS */
 	u32 wakeups;		/* idle -> task switches this interval */

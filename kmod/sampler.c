@@ -16,6 +16,7 @@
 #include <linux/mutex.h>
 #include <linux/cpu.h>
 
+#include "compat.h"
 #include "sampler.h"
 #include "source.h"
 #include "probe.h"
@@ -331,7 +332,7 @@ static void cge_sample_fn(struct work_struct *work)
 	mutex_unlock(&cge_lock);
 	cge_due_ns = now + (u64)ms * NSEC_PER_MSEC;
 	if (!READ_ONCE(cge_stopping))
-		queue_delayed_work(system_unbound_wq, &cge_work,
+		queue_delayed_work(cge_unbound_wq, &cge_work,
 				   msecs_to_jiffies(ms));
 }
 
@@ -425,7 +426,7 @@ int cge_sampler_init(void)
 	if (ret)
 		goto err;
 	INIT_DELAYED_WORK(&cge_work, cge_sample_fn);
-	queue_delayed_work(system_unbound_wq, &cge_work,
+	queue_delayed_work(cge_unbound_wq, &cge_work,
 			   msecs_to_jiffies(READ_ONCE(cge_interval_ms)));
 	return 0;
 err:

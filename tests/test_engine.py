@@ -140,11 +140,14 @@ def test_churn_with_reader(res):
     r = ok(res, 's_churn')
     assert r['root_ok']
     assert r['reads']['n'] > 0 and r['reads']['bad'] == 0
-    # Known gap (1.4-3.2 % measured): the hopping task moves itself out of
-    # each cgroup and removes it within a millisecond; a slice charged after
-    # the move to a cgroup that is gone before its first sample, and whose
-    # parent the probe could not record, lands in the root, not in 'churn'.
-    assert close(r['usage'], r['kernel'], 0.05, 30000), r
+    # The hopping task moves itself out of each cgroup and removes it within
+    # a millisecond: the slice charged at the move goes to a cgroup gone
+    # before its first sample, so to its parent, 'churn', which the probe
+    # records with the cgroup while the task is still in it (before the fix,
+    # to the root: -1.4 to -3.2 %).
+    gap = (r['usage'] - r['kernel']) / r['kernel']
+    assert close(r['usage'], r['kernel'], 0.03, 30000), \
+        f'churn usage gap {gap:+.2%}: {r}'
     # Records of removed cgroups are freed: back within 5% of the start.
     assert r['records_end'] <= r['records_start'] * 1.05 + 1, r
     assert r['bytes_end'] <= r['bytes_start'] * 1.05 + 256, r
