@@ -4,22 +4,23 @@
 # each stage's duration and one closing line. Exit status non-zero if any
 # stage failed.
 #
-# Stages: deps, build, style, host (pytest, no VM), kunit (UML), vm (QEMU),
-# and, when asked for (CGE_STAGES="... debug"), debug: the stress suite on
-# the KASAN/lockdep kernel and on 6.1-rt (about 25 min more, plus ~25 CPU-min
-# to build the debug kernel once).
+# Stages: deps, build, style, host (pytest, no VM), kunit (UML), vm (QEMU:
+# the integration suite on every kernel of the matrix) and debug (the stress
+# suite on the KASAN/lockdep kernel and, lighter, on 6.1-rt).
 # CGE_STAGES="host vm" runs a subset; CGE_CACHE (default
 # /var/cache/cgroup-energy) keeps downloads and builds between runs.
-# CGE_FLAVOURS (default 6.1; "all": 6.1 6.1-rt 6.12 6.12-rt sid, about 20 min
-# more) selects the vm stage's kernels; CGE_STRESS_FLAVOURS (default "debug 6.1-rt") the debug
-# stage's.  With the debug stage, the debug kernel (tests/vm/debugkernel.py)
-# is built in the background, at nice 19, from the end of the deps stage on,
-# so it overlaps the other stages.
+# CGE_FLAVOURS (default "all": 6.1 6.1-rt 6.12 6.12-rt sid) selects the
+# kernels of the host and vm stages, CGE_STRESS_FLAVOURS (default
+# "debug 6.1-rt") the debug stage's.  The debug kernel (tests/vm/debugkernel.py,
+# about 25 CPU-minutes the first time) is built in the background at nice 19
+# from the end of the deps stage on, so it overlaps the other stages.
 set -u
 
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 PY=/usr/bin/python3
-STAGES=${CGE_STAGES:-deps build style host kunit vm}
+STAGES=${CGE_STAGES:-deps build style host kunit vm debug}
+CGE_FLAVOURS=${CGE_FLAVOURS:-all}
+export CGE_FLAVOURS
 OUT=$REPO/.build/check
 mkdir -p "$OUT"
 rm -f "$OUT"/*.xml
@@ -64,7 +65,7 @@ debug_bg() {
 }
 
 vm_stage() {
-	CGE_FLAVOURS=${CGE_FLAVOURS:-6.1} pytest_stage vm -m vm \
+	pytest_stage vm -m vm \
 		--ignore=tests/test_stress.py tests
 }
 
