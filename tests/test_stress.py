@@ -26,8 +26,8 @@ REPO = Path(__file__).resolve().parents[1]
 FLAVOURS = (os.environ.get('CGE_STRESS_FLAVOURS') or 'debug 6.1-rt') \
     .replace(',', ' ').split()
 # flavour -> (cgroups, reload cycles, hotplug cycles, VM timeout s, memory)
-SIZES = {'debug': (5000, 6, 10, 1800, '1536M'),
-         '6.1-rt': (1000, 5, 5, 600, '1G')}
+SIZES = {'debug': (5000, 20, 10, 1800, '1536M'),
+         '6.1-rt': (1000, 10, 5, 600, '1G')}
 DEFAULT_SIZE = (1000, 5, 5, 600, '1G')
 SCALE = float(os.environ.get('CGE_STRESS_SCALE', 1))
 
