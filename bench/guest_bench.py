@@ -34,9 +34,9 @@ import sys
 import time
 from pathlib import Path
 
-CG = Path('/sys/fs/cgroup')
-EN = Path('/sys/fs/cgroup_energy')
-PARAMS = Path('/sys/module/cgroup_energy/parameters')
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / 'tests/vm/guest'))
+from common import CG, EN, PARAMS, info  # noqa: E402
+
 TRACING = Path('/sys/kernel/tracing')
 BENCH_CG = CG / 'bench'
 MOD = 'cgroup_energy'
@@ -59,14 +59,6 @@ def run(cmd, check=True, timeout=None, **kw):
         raise RuntimeError(f'{" ".join(map(str, cmd))} failed '
                            f'({p.returncode}): {(p.stdout + p.stderr)[-2000:]}')
     return p
-
-
-def kv(path):
-    out = {}
-    for line in Path(path).read_text().splitlines():
-        k, _, v = line.partition(' ')
-        out[k] = int(v) if v.lstrip('-').isdigit() else v
-    return out
 
 
 def spread(xs):
@@ -165,10 +157,6 @@ def rmmod(name=MOD):
 
 def mount_fs():
     run(['mount', '-t', 'cgroup_energy', 'none', str(EN)])
-
-
-def info():
-    return kv(EN / 'energy.info')
 
 
 def wait_samples(k=1, timeout=60):

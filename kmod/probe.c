@@ -5,7 +5,8 @@
  * The probe runs inside __schedule() with the runqueue lock held and IRQs
  * off. It touches only this CPU's cge_cpu, reads no clock, never takes a
  * lock, never allocates, never reads an MSR and records cgroup ids, not
- * references. The sampler drains each CPU's cache by an IPI to that CPU.
+ * references. The sampler drains each CPU's cache by an IPI to that CPU,
+ * unless the CPU has been idle since its last drain (cge_drain_quiet()).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -25,6 +26,7 @@
 
 struct cge_cpu {
 	bool tracking;		/* CPU online: charge its time */
+	bool in_idle;		/* the idle task runs here */
 	struct task_struct *cur; /* whose runtime start_rt is; never deref'd */
 	u64 cur_cgid;		/* the cgroup cur's runtime is charged to */
 	u64 cur_parent;		/* cur_cgid's parent, set with it (0: root) */
@@ -35,6 +37,7 @@ struct cge_cpu {
 	u64 busy_ns;		/* CPU time charged since the last drain */
 	u64 drain_ns;		/* local_clock() at the last drain */
 	u64 overflows;		/* charges that took the overflow path */
+	u64 quiet_drains;	/* drains without an IPI (sampler-owned) */
 	unsigned int hint;	/* slot of the last charge */
 	struct cge_cpu_sample s;
 };
@@ -230,6 +233,7 @@ static __always_inline void cge_probe_body(struct cge_cpu *c,
 {
 	if (!is_idle_task(prev))
 		cge_charge_task(c, prev);
+	WRITE_ONCE(c->in_idle, is_idle_task(next));
 	if (is_idle_task(next)) {
 		/* A kernel thread woke the CPU for its own work. */
 		if (c->wake_pending) {
@@ -263,7 +267,7 @@ static __always_inline void cge_probe_body(struct cge_cpu *c,
 static void cge_close_interval(struct cge_cpu *c)
 {
 	u64 now = local_clock();
-	u64 wall = now - c->drain_ns;
+	u64 wall = now > c->drain_ns ? now - c->drain_ns : 0;
 
 	if (!is_idle_task(current)) {
 		cge_charge_task(c, current);
@@ -298,22 +302,70 @@ static void cge_drain_local(void *out)
 	cge_take(c, out);
 }
 
+/*
+ * A CPU that has run only its idle task since its last drain, with nothing
+ * charged meanwhile, was idle for the whole interval: account that from
+ * here and leave it asleep (an IPI every interval_ms would wake every idle
+ * CPU ten times a second). drain_ns belongs to the sampler (written here
+ * or by the IPI it sends; the probe never reads it), and sched_clock_cpu()
+ * is @cpu's own clock. Should @cpu wake between the checks and the update,
+ * at most that window is counted as idle here and as busy at the next drain.
+ */
+static bool cge_drain_quiet(unsigned int cpu, struct cge_cpu *c,
+			    struct cge_cpu_sample *out)
+{
+	unsigned long flags;
+	u64 now, last;
+
+	if (!READ_ONCE(c->tracking) || !READ_ONCE(c->in_idle) ||
+	    READ_ONCE(c->busy_ns) || READ_ONCE(c->s.nr) ||
+	    READ_ONCE(c->s.nr_want) || READ_ONCE(c->s.idle_ns) ||
+	    READ_ONCE(c->wake_pending))
+		return false;
+	local_irq_save(flags);
+	now = sched_clock_cpu(cpu);
+	last = READ_ONCE(c->drain_ns);
+	WRITE_ONCE(c->drain_ns, now);
+	local_irq_restore(flags);
+	out->idle_ns = now > last ? now - last : 0;
+	out->nr = 0;
+	out->nr_want = 0;
+	WRITE_ONCE(c->quiet_drains, c->quiet_drains + 1);
+	return true;
+}
+
 /**
  * cge_cpu_drain() - take what @cpu ran since the previous drain
  * @cpu: any possible CPU
  * @out: receives the charges; the CPU's cache starts empty again
  *
  * An online CPU charges its running slice up to now first (to the cgroup
- * its task is in now), so a long-running task is counted at every sample.
+ * its task is in now), so a long-running task is counted at every sample;
+ * one that stayed idle is not woken (cge_drain_quiet()).
  * Caller holds cpus_read_lock(). Process context.
  */
 void cge_cpu_drain(unsigned int cpu, struct cge_cpu_sample *out)
 {
-	if (cpu_online(cpu) &&
-	    !smp_call_function_single(cpu, cge_drain_local, out, 1))
-		return;
+	struct cge_cpu *c = per_cpu_ptr(&cge_cpu, cpu);
+
+	if (cpu_online(cpu)) {
+		if (cge_drain_quiet(cpu, c, out))
+			return;
+		if (!smp_call_function_single(cpu, cge_drain_local, out, 1))
+			return;
+	}
 	/* Offline, and hotplug is held off: nothing runs the probe there. */
-	cge_take(per_cpu_ptr(&cge_cpu, cpu), out);
+	cge_take(c, out);
+}
+
+u64 cge_probe_quiet_drains(void)
+{
+	u64 sum = 0;
+	int cpu;
+
+	for_each_possible_cpu(cpu)
+		sum += READ_ONCE(per_cpu_ptr(&cge_cpu, cpu)->quiet_drains);
+	return sum;
 }
 
 u64 cge_probe_overflows(void)
@@ -333,6 +385,7 @@ static int cge_cpu_online(unsigned int cpu)
 	unsigned long flags;
 
 	local_irq_save(flags);
+	c->in_idle = false;
 	c->drain_ns = local_clock();
 	c->busy_ns = 0;
 	rcu_read_lock();

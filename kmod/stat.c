@@ -125,6 +125,7 @@ int cge_info_show(struct seq_file *m)
 	seq_printf(m, "counter_wraps %llu\n", sh.wraps);
 	seq_printf(m, "counter_resyncs %llu\n", sh.resyncs);
 	seq_printf(m, "cache_overflows %llu\n", cge_probe_overflows());
+	seq_printf(m, "quiet_drains %llu\n", cge_probe_quiet_drains());
 	seq_printf(m, "alloc_failures %llu\n", h.alloc_failures);
 	seq_printf(m, "records %llu\n", records);
 	seq_printf(m, "record_bytes %llu\n", bytes);

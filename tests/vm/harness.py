@@ -193,8 +193,16 @@ def qemu_command(k, initrd, rundir, cpus, mem, append):
 
 
 def run_vm(flavour, commands, timeout=300, cpus=2, mem='1G', append='',
-           echo=False):
-    """Boot flavour once, run commands in order; returns VMResult."""
+           echo=False, hold_tracepoints=True):
+    """Boot flavour once, run commands in order; returns VMResult.
+
+    hold_tracepoints: before the commands run, the guest enables the
+    sched_switch and cgroup_attach_task trace events (tracing_on 0: nothing
+    is recorded), so loading and unloading the module never live-patches
+    __schedule. Under QEMU's multi-threaded TCG a vCPU can keep executing
+    the int3 of such a patch after it is gone and hang or oops the guest,
+    with or without our module (tests/vm/repro/mttcg-int3/). make bench
+    turns it off, to measure the module alone."""
     if shutil.which(QEMU) is None:
         raise VMError(f'{QEMU} not found: apt-get install qemu-system-x86')
     k = kernels.kernel(flavour)
@@ -205,7 +213,8 @@ def run_vm(flavour, commands, timeout=300, cpus=2, mem='1G', append='',
         (rundir / 'cmd' / f'{i:04d}').write_text(cmd + '\n')
     (rundir / 'config').write_text(
         f'REPO={shlex.quote(str(REPO))}\nCGE_FLAVOUR={shlex.quote(flavour)}\n'
-        f'CGE_KVER={shlex.quote(k.kver)}\n')
+        f'CGE_KVER={shlex.quote(k.kver)}\n'
+        f'CGE_HOLD_TP={int(bool(hold_tracepoints))}\n')
     argv = ['timeout', '-k', '5', str(int(timeout)),
             *qemu_command(k, initrd, rundir, cpus, mem, append)]
     (rundir / 'qemu.cmd').write_text(shlex.join(argv) + '\n')
@@ -253,6 +262,8 @@ def main(argv=None):
     ap.add_argument('--cpus', type=int, default=2)
     ap.add_argument('--mem', default='1G')
     ap.add_argument('--append', default='', help='extra kernel arguments')
+    ap.add_argument('--no-hold', action='store_true',
+                    help='do not hold the sched_switch trace event on')
     ap.add_argument('--console', action='store_true',
                     help='stream the guest console to stderr')
     ap.add_argument('commands', nargs='+')
@@ -260,7 +271,8 @@ def main(argv=None):
     err = None
     try:
         res = run_vm(a.flavour, a.commands, timeout=a.timeout, cpus=a.cpus,
-                     mem=a.mem, append=a.append, echo=a.console)
+                     mem=a.mem, append=a.append, echo=a.console,
+                     hold_tracepoints=not a.no_hold)
     except VMError as e:
         err, res = e, e.result
     except (kernels.KernelError, initramfs.InitramfsError) as e:

@@ -6,6 +6,7 @@ the host test asserts on them."""
 import os
 import threading
 import time
+from pathlib import Path
 
 from common import (CG, EN, REPO, Work, conservation_ok, cpu_usage, dmesg, info,
                     kv, main_args, mkcg, scenarios, set_param, get_param,
@@ -233,6 +234,24 @@ def s_suspend(ctx):
             'root_ok': conservation_ok(read_root())}
 
 
+def proc_stat_idle_usec():
+    """Idle time of all CPUs from /proc/stat (idle + iowait), in µs."""
+    f = Path('/proc/stat').read_text().splitlines()[0].split()
+    return (int(f[4]) + int(f[5])) * 1000000 // os.sysconf('SC_CLK_TCK')
+
+
+def s_quiet(ctx):
+    """An idle CPU is not woken to be drained, and its idle time counts."""
+    settle(1)
+    s0, i0, k0 = stat()['idle_usec'], info(), proc_stat_idle_usec()
+    time.sleep(3)
+    s1, i1, k1 = stat()['idle_usec'], info(), proc_stat_idle_usec()
+    return {'rt': 'PREEMPT_RT' in os.uname().version,
+            'samples': i1['samples'] - i0['samples'],
+            'quiet': i1['quiet_drains'] - i0['quiet_drains'],
+            'idle_usec': s1 - s0, 'proc_stat_idle_usec': k1 - k0}
+
+
 def s_conservation(ctx):
     for _ in range(200):
         read_root()
@@ -272,5 +291,6 @@ if __name__ == '__main__':
     ctx = {'churn': int(os.environ.get('CGE_CHURN', 10000)), 'repo': REPO}
     scenarios([s_load, s_accuracy, s_equal_pinned, s_twice, s_parent_sum,
                s_removed_child, s_short_lived, s_overflow, s_permissions,
-               s_namespace, s_bad_input, s_churn, s_hotplug, s_suspend, s_conservation,
+               s_namespace, s_bad_input, s_churn, s_hotplug, s_suspend, s_quiet,
+               s_conservation,
                s_energystat, s_unload], ctx)

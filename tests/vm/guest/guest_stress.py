@@ -12,8 +12,7 @@ CGE_STRESS_HOTPLUG (CPU offline/online cycles, 10).
 Phases: kernel facts; a kmemleak baseline (what the kernel leaks by itself,
 before the module is loaded) and `clear`; load; cgroup churn with migrating
 tasks, readers of every energy.stat and parameter changes; unload/reload under
-a context-switch storm (trace events held on: see KeepTracepointsOn); CPU
-offline/online under readers and the storm;
+a context-switch storm; CPU offline/online under readers and the storm;
 conservation; kmemleak scans with the module loaded and after it is unloaded.
 Prints one line 'CGE-RESULT {json}'; the host test asserts on it (and the
 harness fails the run on any kernel splat in the console or dmesg).
@@ -384,45 +383,12 @@ def s_churn(ctx):
             'root_ok': conservation_ok(stat())}
 
 
-class KeepTracepointsOn:
-    """Keep sched_switch and cgroup_attach_task enabled through the kernel's
-    own trace events (recording nothing: tracing_on 0), so our register and
-    unregister go from 2 to 3 probes and back and never patch kernel text.
-
-    Why: under multi-threaded TCG a vCPU can keep running a stale `int3`
-    that text_poke_bp has already removed (QEMU, not the kernel or the
-    module): a no-op probe module and plain tracefs toggling hang the guest
-    as often as the module does, ~6-10 % per cycle under hackbench on
-    6.1-rt (an `Oops: int3` on 6.12-rt), and nothing hung in 468 cycles
-    with single-threaded TCG or in 144 with the events held on. The first
-    load and the last unload (s_load, s_kmemleak, without the storm) still
-    switch the static keys."""
-
-    EVENTS = ('sched/sched_switch', 'cgroup/cgroup_attach_task')
-
-    def __init__(self):
-        self.root = Path('/sys/kernel/tracing')
-
-    def __enter__(self):
-        if not (self.root / 'events').is_dir():
-            return self
-        write(self.root / 'tracing_on', 0)
-        for ev in self.EVENTS:
-            write(self.root / 'events' / ev / 'enable', 1)
-        return self
-
-    def __exit__(self, *exc):
-        if (self.root / 'events').is_dir():
-            for ev in self.EVENTS:
-                write(self.root / 'events' / ev / 'enable', 0)
-
-
 def s_reload(ctx):
     """Unload/reload cycles under a context-switch storm."""
     cycles = []
     umount_en()
     rmmod()
-    with KeepTracepointsOn(), Storm() as st:
+    with Storm() as st:
         for i in range(N_RELOADS):
             t0 = time.time()
             insmod(KO, f'interval_ms={(1, 10, 100)[i % 3]}')
