@@ -6,7 +6,7 @@
  * off. It touches only this CPU's cge_cpu, reads no clock, never takes a
  * lock, never allocates, never reads an MSR and records cgroup ids, not
  * references. The sampler drains each CPU's cache by an IPI to that CPU,
- * unless the CPU has been idle since its last drain (cge_drain_quiet()).
+ * unless the CPU has stayed idle since its last drain (cge_drain_quiet()).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -26,7 +26,7 @@
 
 struct cge_cpu {
 	bool tracking;		/* CPU online: charge its time */
-	bool in_idle;		/* the idle task runs here */
+	bool idle_at_drain;	/* the idle task ran at the last drain */
 	struct task_struct *cur; /* whose runtime start_rt is; never deref'd */
 	u64 cur_cgid;		/* the cgroup cur's runtime is charged to */
 	u64 cur_parent;		/* cur_cgid's parent, set with it (0: root) */
@@ -233,7 +233,6 @@ static __always_inline void cge_probe_body(struct cge_cpu *c,
 {
 	if (!is_idle_task(prev))
 		cge_charge_task(c, prev);
-	WRITE_ONCE(c->in_idle, is_idle_task(next));
 	if (is_idle_task(next)) {
 		/* A kernel thread woke the CPU for its own work. */
 		if (c->wake_pending) {
@@ -277,6 +276,7 @@ static void cge_close_interval(struct cge_cpu *c)
 	c->s.idle_ns += wall > c->busy_ns ? wall - c->busy_ns : 0;
 	c->busy_ns = 0;
 	c->drain_ns = now;
+	c->idle_at_drain = is_idle_task(current);
 }
 
 static void cge_take(struct cge_cpu *c, struct cge_cpu_sample *out)
@@ -303,13 +303,15 @@ static void cge_drain_local(void *out)
 }
 
 /*
- * A CPU that has run only its idle task since its last drain, with nothing
- * charged meanwhile, was idle for the whole interval: account that from
- * here and leave it asleep (an IPI every interval_ms would wake every idle
- * CPU ten times a second). drain_ns belongs to the sampler (written here
- * or by the IPI it sends; the probe never reads it), and sched_clock_cpu()
- * is @cpu's own clock. Should @cpu wake between the checks and the update,
- * at most that window is counted as idle here and as busy at the next drain.
+ * A CPU that was idle at its last drain and has charged nothing since has
+ * stayed idle: leaving idle for a task charges a wakeup (a slot) or marks
+ * a kernel thread's (wake_pending). Account its interval as idle from here
+ * and leave it asleep (an IPI every interval_ms would wake every idle CPU
+ * ten times a second); the probe does no extra work for this. drain_ns
+ * belongs to the sampler (written here or by the IPI it sends; the probe
+ * never reads it), and sched_clock_cpu() is @cpu's own clock. Should @cpu
+ * wake between the checks and the update, at most that window is counted
+ * as idle here and as busy at the next drain.
  */
 static bool cge_drain_quiet(unsigned int cpu, struct cge_cpu *c,
 			    struct cge_cpu_sample *out)
@@ -317,7 +319,7 @@ static bool cge_drain_quiet(unsigned int cpu, struct cge_cpu *c,
 	unsigned long flags;
 	u64 now, last;
 
-	if (!READ_ONCE(c->tracking) || !READ_ONCE(c->in_idle) ||
+	if (!READ_ONCE(c->tracking) || !READ_ONCE(c->idle_at_drain) ||
 	    READ_ONCE(c->busy_ns) || READ_ONCE(c->s.nr) ||
 	    READ_ONCE(c->s.nr_want) || READ_ONCE(c->s.idle_ns) ||
 	    READ_ONCE(c->wake_pending))
@@ -358,24 +360,19 @@ void cge_cpu_drain(unsigned int cpu, struct cge_cpu_sample *out)
 	cge_take(c, out);
 }
 
-u64 cge_probe_quiet_drains(void)
+/* The probe's health counters, summed over the CPUs (energy.info). */
+void cge_probe_counters(u64 *overflows, u64 *quiet_drains)
 {
-	u64 sum = 0;
+	struct cge_cpu *c;
 	int cpu;
 
-	for_each_possible_cpu(cpu)
-		sum += READ_ONCE(per_cpu_ptr(&cge_cpu, cpu)->quiet_drains);
-	return sum;
-}
-
-u64 cge_probe_overflows(void)
-{
-	u64 sum = 0;
-	int cpu;
-
-	for_each_possible_cpu(cpu)
-		sum += READ_ONCE(per_cpu_ptr(&cge_cpu, cpu)->overflows);
-	return sum;
+	*overflows = 0;
+	*quiet_drains = 0;
+	for_each_possible_cpu(cpu) {
+		c = per_cpu_ptr(&cge_cpu, cpu);
+		*overflows += READ_ONCE(c->overflows);
+		*quiet_drains += READ_ONCE(c->quiet_drains);
+	}
 }
 
 /* Runs on @cpu as it comes online: start charging from now. */
@@ -385,7 +382,7 @@ static int cge_cpu_online(unsigned int cpu)
 	unsigned long flags;
 
 	local_irq_save(flags);
-	c->in_idle = false;
+	c->idle_at_drain = false;
 	c->drain_ns = local_clock();
 	c->busy_ns = 0;
 	rcu_read_lock();

@@ -43,8 +43,7 @@ struct cge_cpu_sample {
 int cge_probe_init(void);
 void cge_probe_exit(void);
 void cge_cpu_drain(unsigned int cpu, struct cge_cpu_sample *out);
-u64 cge_probe_overflows(void);
-u64 cge_probe_quiet_drains(void);
+void cge_probe_counters(u64 *overflows, u64 *quiet_drains);
 void cge_probe_selftime(u64 *timed, u64 *ns);
 
 #endif /* CGE_PROBE_H */

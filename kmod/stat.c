@@ -88,7 +88,7 @@ int cge_info_show(struct seq_file *m)
 	struct cge_sampler_health h;
 	struct cge_source_health sh;
 	struct cge_impact_coefs k;
-	u64 records, bytes, timed, ns;
+	u64 records, bytes, timed, ns, overflows, quiet;
 	char num[32];
 	int d;
 
@@ -124,8 +124,9 @@ int cge_info_show(struct seq_file *m)
 	seq_printf(m, "energy_read_errors %llu\n", sh.read_errors);
 	seq_printf(m, "counter_wraps %llu\n", sh.wraps);
 	seq_printf(m, "counter_resyncs %llu\n", sh.resyncs);
-	seq_printf(m, "cache_overflows %llu\n", cge_probe_overflows());
-	seq_printf(m, "quiet_drains %llu\n", cge_probe_quiet_drains());
+	cge_probe_counters(&overflows, &quiet);
+	seq_printf(m, "cache_overflows %llu\n", overflows);
+	seq_printf(m, "quiet_drains %llu\n", quiet);
 	seq_printf(m, "alloc_failures %llu\n", h.alloc_failures);
 	seq_printf(m, "records %llu\n", records);
 	seq_printf(m, "record_bytes %llu\n", bytes);

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from workload import cgwork, guest_json
+from workload import cgwork, close, guest_json
 
 REPO = Path(__file__).resolve().parents[1]
 APPEND = {'nohz': 'nohz_full=1', 'plain': ''}
@@ -35,10 +35,6 @@ def res(request, vm, vm_flavour, cge_ko):
     (d / f'{vm_flavour}-{mode}.json').write_text(json.dumps(out, indent=1)
                                                  + '\n')
     return out
-
-
-def close(ours, kernel, rel, abs_usec):
-    return abs(ours - kernel) <= max(rel * kernel, abs_usec)
 
 
 def test_nohz_full_active(res):

@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from workload import cgwork, guest_json
+from workload import cgwork, close, guest_json, ok
 
 CHURN = int(os.environ.get('CGE_CHURN', 10000))
 
@@ -20,16 +20,6 @@ def res(vm, vm_flavour, cge_ko):
                 f'tests/vm/guest/guest_engine.py {cge_ko} {tool}'},
                flavour=vm_flavour, timeout=1200)
     return guest_json(r)
-
-
-def ok(res, name):
-    r = res[name]
-    assert 'error' not in r, r['error']
-    return r
-
-
-def close(ours, kernel, rel, abs_usec):
-    return abs(ours - kernel) <= max(rel * kernel, abs_usec)
 
 
 def test_load_and_mount(res):

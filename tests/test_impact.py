@@ -3,7 +3,7 @@
 against split=time, runtime coefficient changes, bad coefficients."""
 import pytest
 
-from workload import cgwork, guest_json
+from workload import cgwork, guest_json, ok
 
 WAKEUP_USEC = 200          # kcpu_wakeups 2e-4 s
 
@@ -13,12 +13,6 @@ def res(vm, vm_flavour, cge_ko):
     r = vm.run({'run': f'/usr/bin/python3 tests/vm/guest/guest_impact.py '
                 f'{cge_ko} {cgwork()}'}, flavour=vm_flavour, timeout=900)
     return guest_json(r)
-
-
-def ok(res, name):
-    r = res[name]
-    assert 'error' not in r, r['error']
-    return r
 
 
 def per_usec(s):
@@ -35,9 +29,9 @@ def test_defaults(res):
 def test_wakeups_counted(res):
     r = ok(res, 's_split_impact')
     secs = r['run_s']
-    # 2 ms sleeps: 500/s on hardware; 140-210/s seen under TCG, 50/s on a
-    # host loaded by other guests. A busy loop: a handful.
-    assert r['sleeper']['wakeups'] / secs >= 50, r
+    # 2 ms sleeps: 500/s on hardware; 440-580/s in the final make check
+    # runs under TCG on all five kernels. A busy loop: a handful.
+    assert r['sleeper']['wakeups'] / secs >= 100, r
     assert r['busy']['wakeups'] / secs <= 5, r
 
 
@@ -74,7 +68,7 @@ def test_coefficient_change_applies_later(res):
     assert again['impact_usec'] == b['impact_usec']
     du = a['usage_usec'] - b['usage_usec']
     dw = a['wakeups'] - b['wakeups']
-    assert dw > 20, r
+    assert dw > 100, r          # 1,760-1,900 measured
     new = du + 1000 * dw       # kcpu_wakeups 0.001 s = 1000 µs
     old = du + WAKEUP_USEC * dw
     di = a['impact_usec'] - b['impact_usec']

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from workload import cgwork, guest_json
+from workload import cgwork, close, guest_json, ok
 
 REPO = Path(__file__).resolve().parents[1]
 FLAVOURS = (os.environ.get('CGE_STRESS_FLAVOURS') or 'debug 6.1-rt') \
@@ -56,16 +56,6 @@ def res(request, vm):
     return out
 
 
-def ok(res, name):
-    r = res[name]
-    assert 'error' not in r, r['error']
-    return r
-
-
-def close(ours, kernel, rel, abs_usec):
-    return abs(ours - kernel) <= max(rel * kernel, abs_usec)
-
-
 def test_debug_facilities_on(res):
     r = ok(res, 's_env')
     assert r['reports_at_boot'] == [], r['reports_at_boot']
@@ -87,7 +77,7 @@ def test_churn_with_migration_readers_and_params(res):
         r['params']
     assert r['root_ok']
     # The churn cgroup is quiet now: its usage agrees with cpu.stat.
-    assert close(r['usage'], r['kernel'], 0.05, 50000), r
+    assert close(r['usage'], r['kernel'], 0.03, 30000), r   # -0.06 %, -0.17 %
 
 
 def test_reload_under_storm(res):

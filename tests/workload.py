@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0
-"""Build the cgwork workload helper (host gcc; the guest runs it over 9p)."""
+"""Shared by the VM tests: build the cgwork workload helper (host gcc; the
+guest runs it over 9p), read a guest script's results, compare figures."""
 import subprocess
 from pathlib import Path
 
@@ -25,3 +26,15 @@ def guest_json(result, name='run'):
             return json.loads(line[len('CGE-RESULT '):])
     raise AssertionError(f'no CGE-RESULT line; rc={result[name].rc}; '
                          f'output tail:\n{out[-3000:]}')
+
+
+def ok(res, name):
+    """Scenario @name's result; fails the test if the scenario raised."""
+    r = res[name]
+    assert 'error' not in r, r['error']
+    return r
+
+
+def close(ours, kernel, rel, abs_usec):
+    """ours within rel (a fraction) of kernel, or within abs_usec."""
+    return abs(ours - kernel) <= max(rel * kernel, abs_usec)

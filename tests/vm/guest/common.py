@@ -139,6 +139,13 @@ def umount_en(path=EN):
     _check(_libc.umount2(str(path).encode(), 0), f'umount {path}')
 
 
+def s_unload(ctx):
+    """The last scenario of a guest script: unmount, unload."""
+    umount_en()
+    rmmod()
+    return {}
+
+
 def dmesg():
     return sh('dmesg').stdout
 

@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 
 from common import (CG, EN, Work, conservation_ok, cpu_usage, info,
-                    main_args, mkcg, scenarios, settle, sh, stat)
+                    main_args, mkcg, s_unload, scenarios, settle, sh, stat)
 
 KO, CGWORK = main_args()
 W = Work(CGWORK)
@@ -60,12 +60,6 @@ def s_accuracy(ctx):
                    'rel': (ours - kernel) / kernel if kernel else None}
     out['root_ok'] = conservation_ok(stat())
     return out
-
-
-def s_unload(ctx):
-    sh(f'umount {EN}')
-    sh('rmmod cgroup_energy')
-    return {}
 
 
 if __name__ == '__main__':

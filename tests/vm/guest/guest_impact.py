@@ -5,7 +5,7 @@ Prints one line 'CGE-RESULT {json}'."""
 import time
 
 from common import (EN, Work, dmesg, get_param, info, main_args, mkcg,
-                    scenarios, set_param, settle, sh, stat)
+                    s_unload, scenarios, set_param, settle, sh, stat)
 
 KO, CGWORK = main_args()
 W = Work(CGWORK)
@@ -85,12 +85,6 @@ def s_bad_coefficients(ctx):
                                 'kept': get_param(name) == old}
     out['dmesg'] = [ln for ln in dmesg().splitlines() if 'refused' in ln]
     return out
-
-
-def s_unload(ctx):
-    sh(f'umount {EN}')
-    sh('rmmod cgroup_energy')
-    return {}
 
 
 if __name__ == '__main__':
