@@ -14,6 +14,8 @@
 # "debug 6.1-rt") the debug stage's.  The debug kernel (tests/vm/debugkernel.py,
 # about 25 CPU-minutes the first time) is built in the background at nice 19
 # from the end of the deps stage on, so it overlaps the other stages.
+# Every stage's duration (and how long the debug stage waited for that
+# build) is printed at the end and kept in .build/check/timings.json.
 set -u
 
 REPO=$(cd "$(dirname "$0")/.." && pwd)
@@ -23,7 +25,7 @@ CGE_FLAVOURS=${CGE_FLAVOURS:-all}
 export CGE_FLAVOURS
 OUT=$REPO/.build/check
 mkdir -p "$OUT"
-rm -f "$OUT"/*.xml
+rm -f "$OUT"/*.xml "$OUT"/timings.tsv
 cd "$REPO" || exit 1
 
 failed=""
@@ -40,6 +42,7 @@ stage() { # stage NAME CMD...
 	rc=$?
 	dt=$(( $(now) - t0 ))
 	[ $rc = 0 ] || failed="$failed $name"
+	printf '%s\t%s\t%s\n' "$name" "$dt" "$rc" >>"$OUT/timings.tsv"
 	summary="$summary$(printf '%-6s %5ss  %s' "$name" "$dt" \
 		"$([ $rc = 0 ] && echo ok || echo "FAILED (exit $rc)")")
 "
@@ -72,13 +75,16 @@ vm_stage() {
 debug_stage() {
 	if [ -n "${DEBUG_BG:-}" ]; then
 		echo "check: waiting for the debug kernel build"
+		w0=$(now)
 		wait "$DEBUG_BG" || echo "check: background debug kernel build" \
 			"failed; see $OUT/debugkernel.log (retrying in the stage)"
+		printf 'debug-wait\t%s\t0\n' "$(( $(now) - w0 ))" >>"$OUT/timings.tsv"
 	fi
 	pytest_stage debug tests/test_stress.py
 }
 
 DEBUG_BG=""
+T0=$(now)
 stage deps sh tests/deps.sh
 debug_bg
 stage build make --no-print-directory tool
@@ -90,9 +96,14 @@ stage debug debug_stage
 
 echo "==== check: durations"
 printf '%s' "$summary"
-$PY - "$OUT" <<'PYEOF'
-import sys, glob
+$PY - "$OUT" "$(( $(now) - T0 ))" "$(git rev-parse --short HEAD 2>/dev/null)" <<'PYEOF'
+import glob, json, sys, time
 import xml.etree.ElementTree as ET
+out, total, commit = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+stages = {}
+for line in open(out + '/timings.tsv'):
+    name, secs, rc = line.split('\t')
+    stages[name] = {'seconds': int(secs), 'rc': int(rc)}
 t = f = s = 0
 for x in glob.glob(sys.argv[1] + '/*.xml'):
     for ts in ET.parse(x).getroot().iter('testsuite'):
@@ -102,6 +113,13 @@ for x in glob.glob(sys.argv[1] + '/*.xml'):
         t += n - bad - sk
         f += bad
         s += sk
+doc = {'commit': commit, 'finished': time.strftime('%Y-%m-%dT%H:%M:%S%z'),
+       'total_seconds': total, 'stages': stages,
+       'tests': {'passed': t, 'failed': f, 'skipped': s}}
+with open(out + '/timings.json', 'w') as fh:
+    fh.write(json.dumps(doc, indent=1) + '\n')
+print(f'check: total {total // 60} min {total % 60} s '
+      f'(stage timings: {out}/timings.json)')
 print(f'check: {t} passed, {f} failed, {s} skipped')
 PYEOF
 if [ -n "$failed" ]; then

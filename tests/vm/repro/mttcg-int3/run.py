@@ -87,7 +87,8 @@ while p.poll() is None:
 p.wait(); th.join(5)
 (rundir / '.done').touch()
 out = (rundir / 'out' / '0000.out')
-print(json.dumps({'tag': tag, 'flavour': flavour, 'accel': os.environ.get('QACCEL', 'tcg'), 'hung': hung, 'cycles': state['cyc'], 'done': state['done'],
+qver = subprocess.run([harness.QEMU, '--version'], capture_output=True, text=True).stdout.split()[3]
+print(json.dumps({'tag': tag, 'flavour': flavour, 'kver': k.kver, 'qemu': qver, 'accel': os.environ.get('QACCEL', 'tcg'), 'hung': hung, 'cycles': state['cyc'], 'done': state['done'],
                   'secs': round(time.monotonic() - t0, 1),
                   'max_cycle_s': max(state['times'], default=0),
                   'rundir': str(rundir),

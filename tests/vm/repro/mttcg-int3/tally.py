@@ -12,7 +12,9 @@ for line in open(path):
     r = json.loads(line)
     if r['tag'] == 'test':
         continue
-    v = t.setdefault(r['tag'], {'boots': 0, 'ok': 0, 'hang': [], 'crash': []})
+    # runs before the qemu field was recorded were all QEMU 7.2.22
+    key = f"{r['tag']} qemu {r.get('qemu', '7.2.22')}"
+    v = t.setdefault(key, {'boots': 0, 'ok': 0, 'hang': [], 'crash': []})
     v['boots'] += 1
     v['ok'] += r['cycles']
     if r['hung']:
@@ -22,6 +24,6 @@ for line in open(path):
 for k, v in t.items():
     att = v['ok'] + len(v['hang']) + len(v['crash'])
     bad = len(v['hang']) + len(v['crash'])
-    print(f"{k:5} boots {v['boots']:2}  cycles {att:4}  hangs {len(v['hang'])} "
+    print(f"{k:18} boots {v['boots']:2}  cycles {att:4}  hangs {len(v['hang'])} "
           f"at {v['hang']}  crashes {len(v['crash'])} at {v['crash']}  "
           f"per-cycle {bad / att:.3f}")
