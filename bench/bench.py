@@ -244,8 +244,7 @@ def boot(flavour, commands, timeout, mem='1G'):
     prog.start()
     t0 = time.monotonic()
     try:
-        res = harness.run_vm(flavour, commands, timeout=timeout, mem=mem,
-                             hold_tracepoints=False)
+        res = harness.run_vm(flavour, commands, timeout=timeout, mem=mem)
         err = None
     except harness.VMError as e:
         res, err = e.result, str(e).splitlines()[0]

@@ -105,3 +105,17 @@ def test_cpio_writer(tmp_path):
     assert re.search(r'^drwxr-xr-x .* bin$', out, re.M)
     assert re.search(r'^-rwxr-xr-x .* 6 .* bin/hello$', out, re.M)
     assert re.search(r'^crw------- .* 5,\s*1 .* console$', out, re.M)
+
+
+def test_old_qemu_refused(monkeypatch):
+    monkeypatch.setattr(harness, 'qemu_version', lambda: (7, 2))
+    with pytest.raises(harness.VMError, match='stale int3.*10.0 or later'):
+        harness.run_vm('6.1', 'true')
+    monkeypatch.setattr(harness, 'qemu_version', lambda: None)
+    with pytest.raises(harness.VMError, match='not found'):
+        harness.run_vm('6.1', 'true')
+
+
+def test_installed_qemu_is_new_enough():
+    # tests/deps.sh installs it from bookworm-backports
+    assert harness.qemu_version() >= harness.QEMU_MIN

@@ -35,22 +35,10 @@ if ! mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 cgerun /run/cge; 
 	halt
 fi
 # shellcheck disable=SC1091
-. /run/cge/config                 # REPO, CGE_FLAVOUR, CGE_KVER, CGE_HOLD_TP
+. /run/cge/config                 # REPO, CGE_FLAVOUR, CGE_KVER
 export HOME=/tmp LANG=C.UTF-8 PYTHONDONTWRITEBYTECODE=1 CGE_GUEST=1
 export CGE_FLAVOUR CGE_KVER REPO
 say "up $(cut -d' ' -f1 /proc/uptime)"
-
-# Hold the tracepoints the module hooks on (recording nothing), so that its
-# load and unload never live-patch __schedule: QEMU's multi-threaded TCG can
-# keep running a removed int3 (tests/vm/repro/mttcg-int3/).
-T=/sys/kernel/tracing
-if [ "${CGE_HOLD_TP:-0}" = 1 ] && [ -d $T/events/sched/sched_switch ]; then
-	echo 0 >$T/tracing_on
-	for ev in sched/sched_switch cgroup/cgroup_attach_task; do
-		[ -f $T/events/$ev/enable ] && echo 1 >$T/events/$ev/enable
-	done
-	say "holding sched_switch and cgroup_attach_task on"
-fi
 
 for f in /run/cge/cmd/*; do
 	[ -f "$f" ] || continue

@@ -38,6 +38,7 @@ except ImportError:                       # run as a script
 REPO = Path(__file__).resolve().parents[2]
 GUEST_INIT = Path(__file__).resolve().parent / 'guest-init.sh'
 QEMU = 'qemu-system-x86_64'
+QEMU_MIN = (10, 0)
 BOOT_ARGS = 'console=ttyS0 panic=-1 oops=panic panic_on_warn=1'
 SPLAT = re.compile(r'BUG:|WARNING:|Oops|Call Trace|Kernel panic|'
                    r'kernel BUG at|general protection fault|UBSAN:|KASAN:')
@@ -192,46 +193,39 @@ def qemu_command(k, initrd, rundir, cpus, mem, append):
                        'security_model=none,multidevs=remap']
 
 
-def _stale_int3_at_boot(res):
-    """The QEMU MTTCG stale int3 (below) during the kernel's own boot-time
-    patching, before the guest ran anything of ours: seen once on sid, in
-    sched_clock_cpu at 1.15 s."""
-    con = res.console if res else ''
-    return 'Oops: int3' in con and 'cge-guest: up' not in con
+def qemu_version():
+    """(major, minor) of the QEMU in PATH; None if it is not installed."""
+    if shutil.which(QEMU) is None:
+        return None
+    out = subprocess.run([QEMU, '--version'], capture_output=True,
+                         text=True).stdout
+    m = re.search(r'version (\d+)\.(\d+)', out)
+    return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
+
+
+def check_qemu():
+    """QEMU 10.0 or later. Under multi-threaded TCG, 7.2 (Debian 12's) can
+    keep executing an int3 after the kernel has patched it out of its text
+    (static keys, static calls: every tracepoint attach), and hang or oops
+    the guest with or without our module; 10.0 did not in N cycles
+    (tests/vm/repro/mttcg-int3/README.md)."""
+    v = qemu_version()
+    if v is None:
+        raise VMError(f'{QEMU} not found: sh tests/deps.sh '
+                      '(qemu-system-x86 from bookworm-backports)')
+    if v < QEMU_MIN:
+        raise VMError(f'{QEMU} {v[0]}.{v[1]} runs a stale int3 after the '
+                      'kernel patches its text (tests/vm/repro/mttcg-int3/); '
+                      f'the tests need {QEMU_MIN[0]}.{QEMU_MIN[1]} or later: '
+                      'sh tests/deps.sh installs it from bookworm-backports')
 
 
 def run_vm(flavour, commands, timeout=300, cpus=2, mem='1G', append='',
-           echo=False, hold_tracepoints=True):
+           echo=False):
     """Boot flavour once, run commands in order; returns VMResult.
 
-    A boot that dies of QEMU's stale int3 before the guest's init has
-    started (nothing of ours has run) is booted once more; any other
-    failure, and a second one, raise VMError."""
-    for attempt in (1, 2):
-        try:
-            return _boot_once(flavour, commands, timeout, cpus, mem, append,
-                              echo, hold_tracepoints)
-        except VMError as e:
-            if attempt == 2 or not _stale_int3_at_boot(e.result):
-                raise
-            print(f'vm: {flavour}: int3 oops during the kernel\'s boot, '
-                  f'before our init (QEMU MTTCG); booting once more',
-                  file=sys.stderr, flush=True)
-
-
-def _boot_once(flavour, commands, timeout, cpus, mem, append, echo,
-               hold_tracepoints):
-    """One boot of run_vm.
-
-    hold_tracepoints: before the commands run, the guest enables the
-    sched_switch and cgroup_attach_task trace events (tracing_on 0: nothing
-    is recorded), so loading and unloading the module never live-patches
-    __schedule. Under QEMU's multi-threaded TCG a vCPU can keep executing
-    the int3 of such a patch after it is gone and hang or oops the guest,
-    with or without our module (tests/vm/repro/mttcg-int3/). make bench
-    turns it off, to measure the module alone."""
-    if shutil.which(QEMU) is None:
-        raise VMError(f'{QEMU} not found: apt-get install qemu-system-x86')
+    Any failure raises VMError: a boot is never retried."""
+    check_qemu()
     k = kernels.kernel(flavour)
     initrd = initramfs.build(k)
     cmds = _normalise(commands)
@@ -240,8 +234,7 @@ def _boot_once(flavour, commands, timeout, cpus, mem, append, echo,
         (rundir / 'cmd' / f'{i:04d}').write_text(cmd + '\n')
     (rundir / 'config').write_text(
         f'REPO={shlex.quote(str(REPO))}\nCGE_FLAVOUR={shlex.quote(flavour)}\n'
-        f'CGE_KVER={shlex.quote(k.kver)}\n'
-        f'CGE_HOLD_TP={int(bool(hold_tracepoints))}\n')
+        f'CGE_KVER={shlex.quote(k.kver)}\n')
     argv = ['timeout', '-k', '5', str(int(timeout)),
             *qemu_command(k, initrd, rundir, cpus, mem, append)]
     (rundir / 'qemu.cmd').write_text(shlex.join(argv) + '\n')
@@ -289,8 +282,6 @@ def main(argv=None):
     ap.add_argument('--cpus', type=int, default=2)
     ap.add_argument('--mem', default='1G')
     ap.add_argument('--append', default='', help='extra kernel arguments')
-    ap.add_argument('--no-hold', action='store_true',
-                    help='do not hold the sched_switch trace event on')
     ap.add_argument('--console', action='store_true',
                     help='stream the guest console to stderr')
     ap.add_argument('commands', nargs='+')
@@ -298,8 +289,7 @@ def main(argv=None):
     err = None
     try:
         res = run_vm(a.flavour, a.commands, timeout=a.timeout, cpus=a.cpus,
-                     mem=a.mem, append=a.append, echo=a.console,
-                     hold_tracepoints=not a.no_hold)
+                     mem=a.mem, append=a.append, echo=a.console)
     except VMError as e:
         err, res = e, e.result
     except (kernels.KernelError, initramfs.InitramfsError) as e:
