@@ -46,10 +46,10 @@ def _parser():
     return p
 
 
-def read(path=LOCK):
+def read(path=None):
     """{flavour: Pin} from the lock file; {} when there is none."""
     p = _parser()
-    p.read(path)
+    p.read(path or LOCK)
     out = {}
     for flavour in p.sections():
         items = dict(p[flavour])
@@ -58,8 +58,9 @@ def read(path=LOCK):
     return out
 
 
-def write(pins, path=LOCK):
+def write(pins, path=None):
     """Rewrite the lock file with {flavour: Pin}, atomically."""
+    path = path or LOCK
     blocks = [HEADER]
     for flavour, pin in pins.items():
         lines = [f'[{flavour}]', f'kver = {pin.kver}']
