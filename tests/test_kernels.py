@@ -175,3 +175,8 @@ def test_update_pins_the_newest(monkeypatch, tmp_path):
         '6.1': pins.Pin(kver, {f'linux-image-{kver}': '6.1.999-1',
                                f'linux-headers-{kver}': '6.1.999-1',
                                'linux-kbuild-6.1': '6.1.999-1'})}
+
+
+def test_update_refuses_unpinned_flavours():
+    with pytest.raises(kernels.KernelError, match="'debug' is not pinned"):
+        kernels.update_lock(['debug'])

@@ -263,6 +263,12 @@ def newest(flavour, apt=HOST):
     return None
 
 
+def _no_kernel(flavour, apt):
+    return KernelError(f'cannot resolve flavour {flavour}: the apt lists of '
+                       f'{apt.where} name no kernel of it (is the suite in '
+                       'the apt sources, and did apt-get update run?)')
+
+
 def newest_or_last(flavour, apt, find):
     kver = find()
     if kver:
@@ -273,9 +279,7 @@ def newest_or_last(flavour, apt, find):
         log(f'{flavour}: the apt lists of {apt.where} name no kernel of it; '
             f'using the last one used, {kver}')
         return kver
-    raise KernelError(f'cannot resolve flavour {flavour}: the apt lists of '
-                      f'{apt.where} name no kernel of it (is the suite in the '
-                      'apt sources, and did apt-get update run?)')
+    raise _no_kernel(flavour, apt)
 
 
 def _offered(apt, pin):
@@ -348,12 +352,23 @@ def pin_of(apt, kver, names):
     return pins.Pin(kver, {n: versions[n] for n in names})
 
 
+def archive_newest(flavour, apt, find):
+    """find()'s kver after an `apt-get update`; no fallback (for pinning)."""
+    apt.update()
+    kver = find()
+    if not kver:
+        raise _no_kernel(flavour, apt)
+    return kver
+
+
 def newest_pin(flavour):
     """Pin of the newest kernel of a flavour (for kernels.lock)."""
+    if flavour not in FLAVOURS:
+        raise KernelError(f'{flavour!r} is not pinned; pinned: '
+                          + ', '.join(FLAVOURS))
     if flavour == 'sid':
         return _sibling('sid').newest_pin()
-    HOST.update()
-    kver = newest_or_last(flavour, HOST, lambda: newest(flavour))
+    kver = archive_newest(flavour, HOST, lambda: newest(flavour))
     return pin_of(HOST, kver, packages(kver))
 
 

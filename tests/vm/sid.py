@@ -205,8 +205,7 @@ def image_packages(kver):
 
 def newest_pin():
     """Pin of sid's newest kernel: image packages and headers (kernels.lock)."""
-    APT_SID.update()
-    kver = kernels.newest_or_last('sid', APT_SID, newest)
+    kver = kernels.archive_newest('sid', APT_SID, newest)
     return kernels.pin_of(APT_SID, kver,
                           [*image_packages(kver), _headers(kver)])
 
