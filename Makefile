@@ -8,7 +8,7 @@ PYTHON ?= /usr/bin/python3
 export CGE_CACHE
 
 .PHONY: all module tool kunit style check demo bench validate clean install \
-	uninstall dkms-install dkms-uninstall
+	uninstall dkms-install dkms-uninstall kernels-update
 
 all: module tool
 
@@ -32,6 +32,11 @@ style:
 
 check:
 	sh tests/check.sh
+
+# Pin the newest Debian kernel of each VM flavour in tests/vm/kernels.lock
+# (apt-get update first); commit the file when `make check` is green.
+kernels-update:
+	$(PYTHON) tests/vm/kernels.py --update
 
 demo:
 	sh tests/vm/demo.sh

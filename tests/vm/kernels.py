@@ -4,19 +4,26 @@
     k = kernel('6.1')   # -> Kernel(.kver, .vmlinuz, .moddir, .kdir, .root)
 
 Flavours (FLAVOURS, what "all" means): 6.1, 6.1-rt, 6.12, 6.12-rt from Debian 12,
-and sid, the newest kernel of Debian unstable (tests/vm/sid.py: fetched and
+and sid, a kernel of Debian unstable (tests/vm/sid.py: fetched and
 built for in a sid chroot).  OTHER_FLAVOURS are accepted by name but not part
 of "all": debug, a KASAN/lockdep kernel built from linux-source-6.1
 (tests/vm/debugkernel.py).
 
-The newest version of each Debian 12 flavour is resolved from the apt archive
-at run time (meta package -> linux-image-<kver>).  linux-image, linux-headers and their
+The kernel of each flavour is pinned in tests/vm/kernels.lock (pins.py: the
+kernel release and the exact Debian package versions), so a commit always
+tests the same kernels.  choose() takes the pin when it is in the cache (apt
+is not asked) or still in the archive; when it has left both, the newest of
+the series (meta package -> linux-image-<kver>) with one line on stderr.  The
+apt lists are refreshed (`apt-get update`, at most once per process) when
+older than CGE_APT_LISTS_MAX_AGE seconds (6 h: the mirrors are pushed four
+times a day) or when they lack the pin.  `make kernels-update` (--update) pins
+the newest of each flavour.  linux-image, linux-headers and their
 -common and linux-kbuild dependencies are fetched with `apt-get download` and
 unpacked with `dpkg-deb -x` into $CGE_CACHE/kernels/<kver>/root/ (default cache
 /var/cache/cgroup-energy).  The unpack happens in a temporary directory that is
 renamed into place, so an interrupted run never leaves a half cache.
 
-CLI: kernels.py [FLAVOUR...] [--resolve]
+CLI: kernels.py [FLAVOUR...] [--resolve | --update]
 """
 import argparse
 import contextlib
@@ -31,6 +38,11 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+try:
+    from . import pins
+except ImportError:                       # run as a script
+    import pins
 
 # flavour -> (meta package, version prefix of the kernel release)
 FLAVOURS = {
@@ -107,39 +119,6 @@ def _run(cmd, cwd=None):
     return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
 
 
-_updated = False
-
-
-def apt_update():
-    """Run `apt-get update` at most once per process."""
-    global _updated
-    if _updated:
-        return
-    _updated = True
-    if os.geteuid() != 0:
-        raise KernelError('the apt lists lack a needed package and only root '
-                          'can run apt-get update: run `apt-get update` as root')
-    log('running apt-get update')
-    # Unreachable third-party sources make it exit non-zero: ignore, the
-    # retried query says whether Debian's lists arrived.
-    _run(['apt-get', *APT_OPTS, 'update'])
-
-
-def _depends(pkg):
-    r = _run(['apt-cache', 'depends', pkg])
-    if r.returncode != 0:
-        return None
-    return re.findall(r'^\s*\|?Depends:\s+(\S+)', r.stdout, re.M)
-
-
-def _depends_retry(pkg):
-    deps = _depends(pkg)
-    if deps is None:
-        apt_update()
-        deps = _depends(pkg)
-    return deps
-
-
 def _sibling(name):
     """tests/vm/<name>.py, imported as a package member or as a script's peer."""
     import importlib
@@ -157,47 +136,6 @@ def _check_flavour(flavour):
                           + ', '.join(known_flavours()))
 
 
-_resolved = {}
-
-
-def resolve(flavour):
-    """Newest kernel release (e.g. '6.1.0-57-amd64') of a flavour in the archive."""
-    _check_flavour(flavour)
-    if flavour == 'sid':
-        return _sibling('sid').resolve()
-    if flavour == 'debug':
-        return _sibling('debugkernel').meta()['kver']
-    if flavour in _resolved:
-        return _resolved[flavour]
-    meta, prefix = FLAVOURS[flavour]
-    deps = _depends_retry(meta)
-    rt = flavour.endswith('-rt')
-    for d in deps or ():
-        kver = d.removeprefix('linux-image-')
-        if (d.startswith('linux-image-') and kver.startswith(prefix)
-                and kver.endswith('-rt-amd64') == rt):
-            _resolved[flavour] = kver
-            return kver
-    last = kernels_dir() / f'{flavour}.kver'
-    if last.exists():
-        kver = last.read_text().strip()
-        log(f'apt cannot resolve {meta}; using the cached {kver}')
-        return kver
-    raise KernelError(f'cannot resolve flavour {flavour}: `apt-cache depends '
-                      f'{meta}` gave {deps!r} (is Debian bookworm in the apt '
-                      'sources, and did apt-get update run?)')
-
-
-def packages(kver):
-    """Debian packages to unpack for kver: image, headers, -common, kbuild."""
-    deps = _depends_retry(f'linux-headers-{kver}')
-    if not deps:
-        raise KernelError(f'apt knows no linux-headers-{kver}')
-    extra = [d for d in deps
-             if d.startswith(('linux-headers-', 'linux-kbuild-'))]
-    return [f'linux-image-{kver}', f'linux-headers-{kver}', *extra]
-
-
 @contextlib.contextmanager
 def locked(path):
     with open(path, 'w') as f:
@@ -208,14 +146,240 @@ def locked(path):
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
-def _download(pkgs, dest):
-    cmd = ['apt-get', *APT_OPTS, 'download', *pkgs]
-    r = _run(cmd, cwd=dest)
-    if r.returncode != 0:
-        apt_update()
-        r = _run(cmd, cwd=dest)
-    if r.returncode != 0:
-        raise KernelError(f'{" ".join(cmd)} failed:\n{r.stderr.strip()}')
+# Debian's mirrors are pushed four times a day: lists older than that may name
+# files the mirror has dropped and miss the versions a fresh lock pins.
+LISTS_MAX_AGE = float(os.environ.get('CGE_APT_LISTS_MAX_AGE', 6 * 3600))
+LOCK_WAIT = ['-o', 'DPkg::Lock::Timeout=120']   # a concurrent apt-get update
+
+
+class Apt:
+    """The host's apt: queries, downloads, and `apt-get update` at most once
+    per process.  sid.py subclasses it for the sid chroot's own lists."""
+    where = 'the host'
+
+    def __init__(self):
+        self.updated = False
+
+    def run(self, argv, cwd=None):
+        return _run(argv, cwd=cwd)
+
+    def inside(self, path):
+        """path as the commands of run() see it."""
+        return path
+
+    def lists(self):
+        return Path('/var/lib/apt/lists')
+
+    def stamp(self):
+        return cache_dir() / '.apt-update.stamp'
+
+    def age(self):
+        """Seconds since the lists last changed or we last refreshed them."""
+        files = [*self.lists().glob('*_Packages*'), self.stamp()]
+        times = [p.stat().st_mtime for p in files if p.exists()]
+        return time.time() - max(times) if times else float('inf')
+
+    def update(self):
+        """Run `apt-get update` at most once per process."""
+        if self.updated:
+            return
+        self.updated = True
+        if os.geteuid() != 0:
+            raise KernelError('the apt lists lack a needed package and only '
+                              'root can run apt-get update: run `apt-get '
+                              'update` as root')
+        with locked(self.stamp().with_suffix('.lock')):
+            if self.age() < 60:                 # a concurrent run just did
+                return
+            log(f'running apt-get update in {self.where}')
+            # Unreachable third-party sources make it exit non-zero: ignore,
+            # the retried query says whether Debian's lists arrived.
+            self.run(['apt-get', *APT_OPTS, *LOCK_WAIT, 'update'])
+            self.stamp().touch()
+
+    def refresh_if_stale(self):
+        if self.age() > LISTS_MAX_AGE and os.geteuid() == 0:
+            self.update()
+
+    def query(self, *args):
+        """stdout of `apt-cache ARGS`, None if it failed (tests fake this)."""
+        r = self.run(['apt-cache', *args])
+        return r.stdout if r.returncode == 0 else None
+
+    def depends(self, pkg):
+        out = self.query('depends', pkg)
+        if out is None:
+            return None
+        return re.findall(r'^\s*\|?Depends:\s+(\S+)', out, re.M)
+
+    def depends_retry(self, pkg):
+        deps = self.depends(pkg)
+        if not deps:
+            self.update()
+            deps = self.depends(pkg)
+        return deps
+
+    def offers(self, pin):
+        """Does the archive (per the lists) hold every package of the pin?"""
+        out = self.query('madison', *pin.packages) or ''
+        have = {tuple(f.strip() for f in line.split('|')[:2])
+                for line in out.splitlines() if line.count('|') >= 2}
+        return set(pin.packages.items()) <= have
+
+    def candidates(self, names):
+        """{name: version apt would fetch} for the names the lists know."""
+        out = self.query('show', '--no-all-versions', *names) or ''
+        return dict(re.findall(r'^Package: (\S+)\n(?:.+\n)*?Version: (\S+)',
+                               out, re.M))
+
+    def download(self, specs, dest):
+        cmd = ['apt-get', *APT_OPTS, 'download', *specs]
+        r = self.run(cmd, cwd=self.inside(dest))
+        if r.returncode != 0:
+            self.update()
+            r = self.run(cmd, cwd=self.inside(dest))
+        if r.returncode != 0:
+            raise KernelError(f'{" ".join(cmd)} failed in {self.where}:\n'
+                              f'{r.stderr.strip()}')
+
+
+HOST = Apt()
+
+
+def cached(kver):
+    """Is kver complete in the cache?"""
+    return (kernels_dir() / kver / 'meta.json').exists()
+
+
+def newest(flavour, apt=HOST):
+    """Newest kernel release of a Debian 12 flavour in the apt lists, or None."""
+    meta, prefix = FLAVOURS[flavour]
+    rt = flavour.endswith('-rt')
+    for d in apt.depends_retry(meta) or ():
+        kver = d.removeprefix('linux-image-')
+        if (d.startswith('linux-image-') and kver.startswith(prefix)
+                and kver.endswith('-rt-amd64') == rt):
+            return kver
+    return None
+
+
+def _no_kernel(flavour, apt):
+    return KernelError(f'cannot resolve flavour {flavour}: the apt lists of '
+                       f'{apt.where} name no kernel of it (is the suite in '
+                       'the apt sources, and did apt-get update run?)')
+
+
+def newest_or_last(flavour, apt, find):
+    kver = find()
+    if kver:
+        return kver
+    last = kernels_dir() / f'{flavour}.kver'
+    if last.exists():
+        kver = last.read_text().strip()
+        log(f'{flavour}: the apt lists of {apt.where} name no kernel of it; '
+            f'using the last one used, {kver}')
+        return kver
+    raise _no_kernel(flavour, apt)
+
+
+def _offered(apt, pin):
+    if apt.offers(pin):
+        return True
+    if apt.updated:
+        return False
+    apt.update()
+    return apt.offers(pin)
+
+
+def _choose(flavour, apt, is_cached, find):
+    pin = pins.read().get(flavour)
+    if pin and is_cached(pin.kver):
+        return pin.kver, pin                    # apt is not asked at all
+    apt.refresh_if_stale()
+    if pin and _offered(apt, pin):
+        return pin.kver, pin
+    kver = newest_or_last(flavour, apt, find)
+    was = (f'pinned {pin.kver} ({pin.version}) is no longer in the archive'
+           if pin else f'no pin in {pins.LOCK.name}')
+    log(f'{flavour}: {was}; using {kver} (make kernels-update pins it)')
+    return kver, None
+
+
+_chosen = {}
+
+
+def choose(flavour, apt, is_cached, find):
+    """(kver, Pin or None) of a flavour, once per process: the pin of
+    kernels.lock when is_cached(kver) (apt is not asked) or when the archive
+    still has its packages; else the newest of the series, find(), said in
+    one line on stderr.  Stale lists are refreshed before apt is asked."""
+    if flavour not in _chosen:
+        _chosen[flavour] = _choose(flavour, apt, is_cached, find)
+    return _chosen[flavour]
+
+
+def _choice(flavour):
+    _check_flavour(flavour)
+    if flavour == 'sid':
+        return _sibling('sid').choice()
+    return choose(flavour, HOST, cached, lambda: newest(flavour))
+
+
+def resolve(flavour):
+    """Kernel release (e.g. '6.1.0-57-amd64') a flavour boots: the pinned one
+    (tests/vm/kernels.lock) unless it has left both archive and cache."""
+    if flavour == 'debug':
+        return _sibling('debugkernel').meta()['kver']
+    return _choice(flavour)[0]
+
+
+def packages(kver, apt=HOST):
+    """Debian packages to unpack for kver: image, headers, -common, kbuild."""
+    deps = apt.depends_retry(f'linux-headers-{kver}')
+    if not deps:
+        raise KernelError(f'apt knows no linux-headers-{kver}')
+    extra = [d for d in deps
+             if d.startswith(('linux-headers-', 'linux-kbuild-'))]
+    return [f'linux-image-{kver}', f'linux-headers-{kver}', *extra]
+
+
+def pin_of(apt, kver, names):
+    """A Pin of kver: the versions apt would fetch of names today."""
+    versions = apt.candidates(names)
+    missing = [n for n in names if n not in versions]
+    if missing:
+        raise KernelError(f'{apt.where} knows no {" ".join(missing)}')
+    return pins.Pin(kver, {n: versions[n] for n in names})
+
+
+def archive_newest(flavour, apt, find):
+    """find()'s kver after an `apt-get update`; no fallback (for pinning)."""
+    apt.update()
+    kver = find()
+    if not kver:
+        raise _no_kernel(flavour, apt)
+    return kver
+
+
+def newest_pin(flavour):
+    """Pin of the newest kernel of a flavour (for kernels.lock)."""
+    if flavour not in FLAVOURS:
+        raise KernelError(f'{flavour!r} is not pinned; pinned: '
+                          + ', '.join(FLAVOURS))
+    if flavour == 'sid':
+        return _sibling('sid').newest_pin()
+    kver = archive_newest(flavour, HOST, lambda: newest(flavour))
+    return pin_of(HOST, kver, packages(kver))
+
+
+def update_lock(flavours=FLAVOURS):
+    """Re-resolve the newest kernel of each flavour; rewrite kernels.lock."""
+    new = {f: newest_pin(f) for f in flavours}
+    old = pins.read()
+    pins.write({**old, **new})
+    for f, pin in new.items():
+        was = old[f].kver if f in old else 'none'
+        print(f'{f}\t{pin.kver}\t{pin.version}\t(was {was})')
 
 
 def _relink_absolute(root):
@@ -257,14 +421,27 @@ def _fix_headers(root, kver):
         raise KernelError(f'{scripts} resolves outside {root}')
 
 
-def fetch(kver):
-    """Make $CGE_CACHE/kernels/<kver> exist, complete.  Returns its path."""
+def _unpack_debs(debs, root):
+    files = sorted(debs.glob('*.deb'))
+    for deb in files:
+        r = _run(['dpkg-deb', '-x', str(deb), str(root)])
+        if r.returncode != 0:
+            raise KernelError(f'dpkg-deb -x {deb.name}: {r.stderr}')
+    shutil.rmtree(debs, ignore_errors=True)
+    return [f.name for f in files]
+
+
+def unpack(kver, get_debs, finish):
+    """Make $CGE_CACHE/kernels/<kver> exist, complete, once (file lock):
+    get_debs(tmp) downloads the .debs and returns their directory, they are
+    unpacked into root/, finish(root) fixes the tree up, depmod runs, and the
+    tree is renamed into place.  Returns its path."""
     kd = kernels_dir()
     dest = kd / kver
-    if (dest / 'meta.json').exists():
+    if cached(kver):
         return dest
     with locked(kd / f'.{kver}.lock'):
-        if (dest / 'meta.json').exists():
+        if cached(kver):
             return dest
         for stale in kd.glob(f'.{kver}.tmp*'):      # interrupted earlier runs
             shutil.rmtree(stale, ignore_errors=True)
@@ -272,24 +449,14 @@ def fetch(kver):
         tmp = Path(tempfile.mkdtemp(prefix=f'.{kver}.tmp', dir=kd))
         try:
             tmp.chmod(0o755)
-            debs = tmp / 'debs'
-            debs.mkdir()
-            pkgs = packages(kver)
-            log(f'fetching {" ".join(pkgs)}')
-            _download(pkgs, debs)
             root = tmp / 'root'
             root.mkdir()
-            files = sorted(debs.glob('*.deb'))
-            for deb in files:
-                r = _run(['dpkg-deb', '-x', str(deb), str(root)])
-                if r.returncode != 0:
-                    raise KernelError(f'dpkg-deb -x {deb.name}: {r.stderr}')
-            _fix_headers(root, kver)
+            debs = _unpack_debs(get_debs(tmp), root)
+            finish(root)
             r = _run(['depmod', '-b', str(root), kver])
             if r.returncode != 0:
                 raise KernelError(f'depmod -b {root} {kver}: {r.stderr}')
-            shutil.rmtree(debs)
-            meta = {'kver': kver, 'debs': [f.name for f in files],
+            meta = {'kver': kver, 'debs': debs,
                     'fetched': time.strftime('%Y-%m-%dT%H:%M:%S')}
             (tmp / 'meta.json').write_text(json.dumps(meta, indent=1) + '\n')
             if dest.exists():                         # a partial, pre-lock tree
@@ -302,6 +469,19 @@ def fetch(kver):
     return dest
 
 
+def fetch(kver, pin=None):
+    """The cache directory of kver; fetched (the pin's exact versions if
+    given) and unpacked if needed."""
+    def get_debs(tmp):
+        debs = tmp / 'debs'
+        debs.mkdir()
+        specs = pin.specs() if pin else packages(kver)
+        log(f'fetching {" ".join(specs)}')
+        HOST.download(specs, debs)
+        return debs
+    return unpack(kver, get_debs, lambda root: _fix_headers(root, kver))
+
+
 def kernel(flavour):
     """Resolve, fetch if needed, and describe the kernel of a flavour."""
     _check_flavour(flavour)
@@ -309,8 +489,8 @@ def kernel(flavour):
         return _sibling('sid').kernel()
     if flavour == 'debug':
         return _sibling('debugkernel').kernel()
-    kver = resolve(flavour)
-    k = Kernel(flavour, kver, fetch(kver))
+    kver, pin = _choice(flavour)
+    k = Kernel(flavour, kver, fetch(kver, pin))
     (kernels_dir() / f'{flavour}.kver').write_text(kver + '\n')
     return k
 
@@ -322,8 +502,14 @@ def main(argv=None):
                     + '; also: ' + ' '.join(OTHER_FLAVOURS))
     ap.add_argument('--resolve', action='store_true',
                     help='only print the versions, fetch nothing')
+    ap.add_argument('--update', action='store_true',
+                    help=f'pin the newest kernels in {pins.LOCK.name} '
+                    '(runs apt-get update first)')
     a = ap.parse_args(argv)
     try:
+        if a.update:
+            update_lock(a.flavours)
+            return 0
         for f in a.flavours:
             t0 = time.monotonic()
             if a.resolve:

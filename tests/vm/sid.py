@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0
-"""The newest kernel of Debian unstable (flavour 'sid'), and a sid chroot to
+"""A kernel of Debian unstable (flavour 'sid', pinned in kernels.lock), and a sid chroot to
 build modules for it.
 
 Its headers need the newest gcc, which Debian 12 lacks, so modules for it are
@@ -23,16 +23,17 @@ built in).  Mounts (/proc, the module
 build directory) are made in a private mount namespace (`unshare -m`), so they
 vanish with the command.
 
-The version is resolved at run time from the chroot's apt lists (the meta
-package linux-headers-amd64), refreshed by `apt-get update` when they are more
-than CGE_SID_LISTS_MAX_AGE seconds old (default 6 h) or cannot resolve it.
+The version is pinned in tests/vm/kernels.lock (kver, the linux-base/binary/
+modules and linux-headers package versions) and chosen by kernels.choose():
+pinned and cached (image unpacked, headers in the chroot) -> no apt at all;
+else the chroot's apt lists, refreshed once when stale or when they lack the
+pin; a pin gone from sid falls back to the newest (meta package
+linux-headers-amd64) with one line on stderr.
 
 CLI: sid.py [--resolve]   (prints the kver and the cache directory)
 """
 import argparse
-import json
 import os
-import re
 import shlex
 import shutil
 import subprocess
@@ -142,166 +143,115 @@ def make_chroot():
     return ch
 
 
-def _lists_age():
-    lists = chroot_dir() / 'var/lib/apt/lists'
-    stamps = [p.stat().st_mtime for p in lists.glob('*_Packages*')]
-    return time.time() - max(stamps) if stamps else float('inf')
+class ChrootApt(kernels.Apt):
+    """apt in the sid chroot: its own lists, stamp and once-per-process
+    update (made on first use)."""
+    where = 'the sid chroot'
+
+    def run(self, argv, cwd=None):
+        make_chroot()
+        return run_in_chroot(argv, cwd=cwd, check=False)
+
+    def inside(self, path):
+        return '/' + str(path.relative_to(chroot_dir()))
+
+    def lists(self):
+        return chroot_dir() / 'var/lib/apt/lists'
+
+    def stamp(self):
+        return sid_dir() / '.apt-update.stamp'
 
 
-_updated = False
+APT_SID = ChrootApt()
 
 
-def apt_update(force=False):
-    global _updated
-    if _updated and not force:
-        return
-    _updated = True
-    log('apt-get update in the sid chroot')
-    _apt('update')
+def _headers(kver):
+    return f'linux-headers-{kver}'
 
 
-def _depends(pkg):
-    r = run_in_chroot(['apt-cache', 'depends', pkg], check=False)
-    if r.returncode != 0:
-        return None
-    return re.findall(r'^\s*\|?Depends:\s+(\S+)', r.stdout, re.M)
+def _cached(kver):
+    """Image unpacked and headers installed in the chroot: no apt needed."""
+    return (kernels.cached(kver)
+            and (chroot_dir() / 'usr/src' / _headers(kver) / 'Makefile').exists())
 
 
-_resolved = None
-
-
-def resolve():
-    """Newest kernel release of sid (e.g. '7.2.0-1-amd64')."""
-    global _resolved
-    if _resolved:
-        return _resolved
-    make_chroot()
-    max_age = float(os.environ.get('CGE_SID_LISTS_MAX_AGE', 6 * 3600))
-    if _lists_age() > max_age:
-        try:
-            apt_update()
-        except SidError as e:
-            log(f'apt-get update failed, using the lists there are: {e}')
-    deps = _depends(META)
-    kver = _pick(deps)
-    if kver is None and not _updated:
-        apt_update()
-        kver = _pick(_depends(META))
-    if kver is None:
-        last = kernels.kernels_dir() / 'sid.kver'
-        if last.exists():
-            kver = last.read_text().strip()
-            log(f'cannot resolve {META} in sid; using the cached {kver}')
-        else:
-            raise SidError(f'cannot resolve {META} in the sid chroot '
-                           f'(depends: {deps!r})')
-    _resolved = kver
-    return kver
-
-
-def _pick(deps):
-    for d in deps or ():
+def newest():
+    """Newest kernel release of sid (e.g. '7.2.13+deb14-amd64'), or None."""
+    for d in APT_SID.depends_retry(META) or ():
         if d.startswith('linux-headers-') and d.endswith('-amd64'):
             return d.removeprefix('linux-headers-')
     return None
+
+
+def choice():
+    """(kver, Pin or None): the pinned sid kernel, or the newest (kernels.choose)."""
+    return kernels.choose('sid', APT_SID, _cached, newest)
+
+
+def resolve():
+    """The sid kernel release the suite boots."""
+    return choice()[0]
 
 
 def image_packages(kver):
     """Binary packages holding the kernel image and its modules: sid splits
     linux-image-<kver> (now empty) into linux-base (config, System.map,
     modules.builtin), linux-binary (vmlinuz) and linux-modules."""
-    out = []
-    for name in (f'linux-base-{kver}', f'linux-binary-{kver}',
-                 f'linux-modules-{kver}'):
-        r = run_in_chroot(['apt-cache', 'show', '--no-all-versions', name],
-                          check=False)
-        if r.returncode == 0 and r.stdout.strip():
-            out.append(name)
-    if not out:      # the classic layout: one linux-image package
-        out = [f'linux-image-{kver}']
-    return out
+    split = [f'linux-base-{kver}', f'linux-binary-{kver}',
+             f'linux-modules-{kver}']
+    known = APT_SID.candidates(split)
+    return [n for n in split if n in known] or [f'linux-image-{kver}']
 
 
-def install_headers(kver):
-    """Install linux-headers-<kver> (and so its gcc) in the chroot."""
-    pkg = f'linux-headers-{kver}'
-    marker = chroot_dir() / 'usr/src' / pkg / 'Makefile'
-    if marker.exists():
+def newest_pin():
+    """Pin of sid's newest kernel: image packages and headers (kernels.lock)."""
+    kver = kernels.archive_newest('sid', APT_SID, newest)
+    return kernels.pin_of(APT_SID, kver,
+                          [*image_packages(kver), _headers(kver)])
+
+
+def install_headers(kver, pin=None):
+    """Install linux-headers-<kver> (the pinned version; and so its gcc) in
+    the chroot."""
+    pkg = _headers(kver)
+    if (chroot_dir() / 'usr/src' / pkg / 'Makefile').exists():
         return
-    log(f'installing {pkg} in the sid chroot')
-    r = _apt('install', pkg, check=False)
+    specs = (pin.specs([pkg]) if pin else None) or [pkg]
+    log(f'installing {" ".join(specs)} in the sid chroot')
+    r = _apt('install', *specs, check=False)
     if r.returncode != 0:
-        apt_update(force=True)
-        _apt('install', pkg)
+        APT_SID.update()
+        _apt('install', *specs)
 
 
-def fetch_image(kver):
+def _usr_merged(root, kver):
+    # merged /usr: give the host's depmod/modprobe a /lib/modules
+    if not (root / 'lib').exists():
+        (root / 'lib').symlink_to('usr/lib')
+    if not (root / 'lib/modules' / kver).is_dir():
+        raise SidError(f'no modules for {kver} in the image packages')
+
+
+def fetch_image(kver, pin=None):
     """Unpack the image and modules into $CGE_CACHE/kernels/<kver>/root."""
-    kd = kernels.kernels_dir()
-    dest = kd / kver
-    if (dest / 'meta.json').exists():
-        return dest
-    with kernels.locked(kd / f'.{kver}.lock'):
-        if (dest / 'meta.json').exists():
-            return dest
-        for stale in kd.glob(f'.{kver}.tmp*'):
-            shutil.rmtree(stale, ignore_errors=True)
-        t0 = time.monotonic()
-        pkgs = image_packages(kver)
+    def get_debs(tmp):
+        pkgs = ([s for s in pin.specs()
+                 if not s.startswith(_headers(kver) + '=')]
+                if pin else image_packages(kver))
         log(f'fetching {" ".join(pkgs)}')
-        tmp = Path(tempfile.mkdtemp(prefix=f'.{kver}.tmp', dir=kd))
-        try:
-            tmp.chmod(0o755)
-            debs = chroot_dir() / 'tmp' / f'cge-debs-{os.getpid()}'
-            shutil.rmtree(debs, ignore_errors=True)
-            debs.mkdir(parents=True)
-            inside = '/' + str(debs.relative_to(chroot_dir()))
-            r = run_in_chroot(['apt-get', '-q', '-o',
-                               'Acquire::Check-Valid-Until=false', '-o',
-                               'APT::Sandbox::User=root', 'download', *pkgs],
-                              cwd=inside, check=False)
-            if r.returncode != 0:
-                apt_update(force=True)
-                run_in_chroot(['apt-get', '-q', '-o',
-                               'APT::Sandbox::User=root', 'download', *pkgs],
-                              cwd=inside)
-            root = tmp / 'root'
-            root.mkdir()
-            files = sorted(debs.glob('*.deb'))
-            for deb in files:
-                r = subprocess.run(['dpkg-deb', '-x', str(deb), str(root)],
-                                   capture_output=True, text=True)
-                if r.returncode != 0:
-                    raise SidError(f'dpkg-deb -x {deb.name}: {r.stderr}')
-            shutil.rmtree(debs, ignore_errors=True)
-            # merged /usr: give the host's depmod/modprobe a /lib/modules
-            if not (root / 'lib').exists():
-                (root / 'lib').symlink_to('usr/lib')
-            modules = root / 'lib/modules' / kver
-            if not modules.is_dir():
-                raise SidError(f'no modules for {kver} in {pkgs}')
-            r = subprocess.run(['depmod', '-b', str(root), kver],
-                               capture_output=True, text=True)
-            if r.returncode != 0:
-                raise SidError(f'depmod -b {root} {kver}: {r.stderr}')
-            meta = {'kver': kver, 'debs': [f.name for f in files],
-                    'fetched': time.strftime('%Y-%m-%dT%H:%M:%S')}
-            (tmp / 'meta.json').write_text(json.dumps(meta, indent=1) + '\n')
-            if dest.exists():
-                shutil.rmtree(dest)
-            tmp.rename(dest)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
-        log(f'{kver} fetched and unpacked in {time.monotonic() - t0:.1f} s')
-    return dest
+        debs = chroot_dir() / 'tmp' / f'cge-debs-{os.getpid()}'
+        shutil.rmtree(debs, ignore_errors=True)
+        debs.mkdir(parents=True)
+        APT_SID.download(pkgs, debs)
+        return debs
+    return kernels.unpack(kver, get_debs, lambda root: _usr_merged(root, kver))
 
 
 def kernel():
-    """Resolve, fetch and prepare sid's newest kernel; a kernels.Kernel."""
-    kver = resolve()
-    d = fetch_image(kver)
-    install_headers(kver)
+    """Resolve, fetch and prepare the sid kernel; a kernels.Kernel."""
+    kver, pin = choice()
+    d = fetch_image(kver, pin)
+    install_headers(kver, pin)
     (kernels.kernels_dir() / 'sid.kver').write_text(kver + '\n')
     return kernels.Kernel('sid', kver, d, chroot=chroot_dir())
 

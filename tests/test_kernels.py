@@ -1,0 +1,182 @@
+# SPDX-License-Identifier: GPL-2.0
+"""Host tests of the kernel pins (tests/vm/kernels.lock): the lock file, the
+choice between pin, cache and archive, with a fake apt (no archive needed)."""
+import re
+
+import pytest
+
+from vm import kernels, pins, sid
+
+# flavour -> (its Apt, the meta package newest() reads, what it depends on)
+SERIES = {
+    '6.1': (kernels.HOST, 'linux-image-amd64', 'linux-image-6.1.0-99-amd64'),
+    'sid': (sid.APT_SID, 'linux-headers-amd64',
+            'linux-headers-9.9.9+deb14-amd64'),
+}
+
+
+class FakeApt:
+    """apt-cache over a dict {package: [versions]}; counts apt-get update."""
+
+    def __init__(self, archive, depends, age=0.0):
+        self.archive, self.deps, self.age, self.updates = archive, depends, age, 0
+
+    def query(self, cmd, *args):
+        if cmd == 'madison':
+            return ''.join(f'{n} | {v} | fake\n' for n in args
+                           for v in self.archive.get(n, ()))
+        if cmd == 'show':                   # --no-all-versions NAME...
+            return ''.join(f'Package: {n}\nVersion: {self.archive[n][-1]}\n\n'
+                           for n in args[1:] if n in self.archive)
+        if cmd == 'depends':
+            return ''.join(f'  Depends: {d}\n' for d in self.deps.get(args[0], ()))
+        raise AssertionError(f'unexpected apt-cache {cmd} {args}')
+
+    def install(self, monkeypatch, apt):
+        def update():
+            self.updates += 1
+            apt.updated = True
+        monkeypatch.setattr(apt, 'query', self.query)
+        monkeypatch.setattr(apt, 'update', update)
+        monkeypatch.setattr(apt, 'age', lambda: self.age)
+        monkeypatch.setattr(apt, 'updated', False)
+
+
+class NoApt:
+    def query(self, *args):
+        raise AssertionError(f'apt asked: {args}')
+
+
+@pytest.fixture(autouse=True)
+def fresh(monkeypatch, tmp_path):
+    """An empty cache and no choice remembered from an earlier test."""
+    monkeypatch.setenv('CGE_CACHE', str(tmp_path / 'cache'))
+    monkeypatch.setattr(kernels, '_chosen', {})
+
+
+def _pin(flavour):
+    return pins.read()[flavour]
+
+
+def _archive(pin):
+    return {n: [v] for n, v in pin.packages.items()}
+
+
+def _cache(flavour, kver):
+    """Put kver in the cache as fetch() leaves it (sid: headers in the chroot)."""
+    d = kernels.kernels_dir() / kver
+    d.mkdir(parents=True)
+    (d / 'meta.json').write_text('{}\n')
+    if flavour == 'sid':
+        headers = sid.chroot_dir() / 'usr/src' / f'linux-headers-{kver}'
+        headers.mkdir(parents=True)
+        (headers / 'Makefile').touch()
+
+
+def test_lock_names_every_flavour():
+    lock = pins.read()
+    assert sorted(lock) == sorted(kernels.FLAVOURS)
+    for flavour, pin in lock.items():
+        names = set(pin.packages)
+        assert names & {f'linux-image-{pin.kver}', f'linux-binary-{pin.kver}'}, flavour
+        assert f'linux-headers-{pin.kver}' in names, flavour
+        assert all(re.fullmatch(r'[0-9][\w.+:~-]*', v) for v in pin.packages.values())
+
+
+def test_lock_round_trip(tmp_path):
+    lock = pins.read()
+    pins.write(lock, tmp_path / 'k.lock')
+    assert pins.read(tmp_path / 'k.lock') == lock
+    assert (tmp_path / 'k.lock').read_text() == pins.LOCK.read_text()
+
+
+@pytest.mark.parametrize('flavour', SERIES)
+def test_pinned_from_archive(monkeypatch, capsys, flavour):
+    apt = SERIES[flavour][0]
+    fake = FakeApt(_archive(_pin(flavour)), {})
+    fake.install(monkeypatch, apt)
+    assert kernels._choice(flavour) == (_pin(flavour).kver, _pin(flavour))
+    assert kernels.resolve(flavour) == _pin(flavour).kver
+    assert fake.updates == 0 and capsys.readouterr().err == ''
+
+
+@pytest.mark.parametrize('flavour', SERIES)
+def test_pinned_in_cache_asks_no_apt(monkeypatch, capsys, flavour):
+    apt = SERIES[flavour][0]
+    monkeypatch.setattr(apt, 'query', NoApt().query)
+    monkeypatch.setattr(apt, 'update', NoApt().query)
+    _cache(flavour, _pin(flavour).kver)
+    assert kernels.resolve(flavour) == _pin(flavour).kver
+    assert capsys.readouterr().err == ''
+
+
+@pytest.mark.parametrize('flavour', SERIES)
+def test_gone_pin_falls_back_to_newest(monkeypatch, capsys, flavour):
+    apt, meta, dep = SERIES[flavour]
+    newest = dep.removeprefix('linux-image-').removeprefix('linux-headers-')
+    fake = FakeApt({dep: ['1.0']}, {meta: [dep]})
+    fake.install(monkeypatch, apt)
+    kver, pin = kernels._choice(flavour)
+    assert (kver, pin) == (newest, None)
+    assert fake.updates == 1, 'the lists lacked the pin: one apt-get update'
+    err = capsys.readouterr().err
+    assert err == (f'kernels: {flavour}: pinned {_pin(flavour).kver} '
+                   f'({_pin(flavour).version}) is no longer in the archive; '
+                   f'using {newest} (make kernels-update pins it)\n')
+    assert kernels.resolve(flavour) == newest and capsys.readouterr().err == ''
+
+
+def test_newest_in_cache_is_not_the_pin(monkeypatch):
+    """A cached kernel other than the pin does not stop the pin's lookup."""
+    _cache('6.1', '6.1.0-1-amd64')
+    fake = FakeApt(_archive(_pin('6.1')), {})
+    fake.install(monkeypatch, kernels.HOST)
+    assert kernels.resolve('6.1') == _pin('6.1').kver
+
+
+@pytest.mark.parametrize('age, updates', [(7 * 3600, 1), (3600, 0)])
+def test_stale_lists_are_refreshed(monkeypatch, age, updates):
+    fake = FakeApt(_archive(_pin('6.1')), {}, age=age)
+    fake.install(monkeypatch, kernels.HOST)
+    monkeypatch.setattr(kernels.os, 'geteuid', lambda: 0)
+    assert kernels.resolve('6.1') == _pin('6.1').kver
+    assert fake.updates == updates
+
+
+def test_no_kernel_anywhere_is_an_error(monkeypatch):
+    FakeApt({}, {}).install(monkeypatch, kernels.HOST)
+    with pytest.raises(kernels.KernelError, match='cannot resolve flavour 6.1'):
+        kernels.resolve('6.1')
+
+
+def test_lists_age_counts_our_stamp(monkeypatch, tmp_path):
+    apt = kernels.Apt()
+    monkeypatch.setattr(apt, 'lists', lambda: tmp_path / 'nolists')
+    assert apt.age() == float('inf')
+    apt.stamp().touch()
+    assert apt.age() < 60
+
+
+def test_update_pins_the_newest(monkeypatch, tmp_path):
+    kver = '6.1.0-99-amd64'
+    fake = FakeApt({f'linux-image-{kver}': ['6.1.999-1'],
+                    f'linux-headers-{kver}': ['6.1.999-1'],
+                    'linux-kbuild-6.1': ['6.1.998-1', '6.1.999-1']},
+                   {'linux-image-amd64': [f'linux-image-{kver}'],
+                    f'linux-headers-{kver}': ['linux-kbuild-6.1', 'gcc-12']})
+    fake.install(monkeypatch, kernels.HOST)
+    other = _pin('6.12')
+    monkeypatch.setattr(pins, 'LOCK', tmp_path / 'kernels.lock')
+    pins.write({'6.12': other})
+    kernels.update_lock(['6.1'])
+    assert fake.updates == 1, 'kernels-update runs apt-get update first'
+    assert pins.read() == {
+        '6.12': other,
+        '6.1': pins.Pin(kver, {f'linux-image-{kver}': '6.1.999-1',
+                               f'linux-headers-{kver}': '6.1.999-1',
+                               'linux-kbuild-6.1': '6.1.999-1'})}
+
+
+def test_update_refuses_unpinned_flavours():
+    with pytest.raises(kernels.KernelError, match="'debug' is not pinned"):
+        kernels.update_lock(['debug'])
