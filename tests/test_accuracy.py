@@ -52,6 +52,15 @@ def test_usage_matches_cpu_stat(res, cg):
     assert close(r[cg]['ours'], r[cg]['kernel'], 0.03, 30000), r[cg]
 
 
+def test_sleeper_counts_wakeups(res):
+    r = res['s_accuracy']
+    assert 'error' not in r, r['error']
+    # 2 ms sleeps for 2 s: hundreds of wakeups, at most one per sleep (and
+    # a few for its start); a busy loop: a handful.
+    assert 200 <= r['sleeper']['wakeups'] <= 1000 + 20, r['sleeper']
+    assert r['busy']['wakeups'] <= 20, r['busy']
+
+
 def test_short_lived_processes(res):
     r = res['s_accuracy']
     assert 'error' not in r, r['error']

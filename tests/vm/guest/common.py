@@ -39,9 +39,94 @@ def cpu_usage(rel):
 def settle(samples=3):
     """Wait until the sampler has completed @samples more samples."""
     start = info()['samples']
-    deadline = time.time() + 30
-    while info()['samples'] < start + samples and time.time() < deadline:
+    deadline = time.monotonic() + 30
+    while info()['samples'] < start + samples and time.monotonic() < deadline:
         time.sleep(0.05)
+
+
+def proc_idle_usec():
+    """The kernel's idle time summed over CPUs (/proc/stat idle + iowait,
+    USER_HZ ticks: 10 ms resolution), in µs."""
+    f = Path('/proc/stat').read_text().split('\n', 1)[0].split()
+    return (int(f[4]) + int(f[5])) * 1_000_000 // os.sysconf('SC_CLK_TCK')
+
+
+def snapshot(rels=('',), extra=None, missing_ok=False, tries=20):
+    """energy.info, the energy.stat of each cgroup in @rels ('' is the root)
+    and @extra() if given, all read while no sample completed: re-read
+    until energy.info's `samples` is the same before and after the reads.
+    A relation between two figures of one snapshot (a parent and its
+    children, two cgroups' deltas, the module's idle time and /proc/stat's)
+    holds whatever the sampler does; figures read one at a time do not.
+    Returns {'info', 'stat': {rel: energy.stat}, 'extra'}; with
+    @missing_ok a cgroup removed meanwhile is left out."""
+    for _ in range(tries):
+        a = info()
+        cgs = {}
+        for rel in rels:
+            try:
+                cgs[rel] = stat(rel)
+            except OSError:
+                if not missing_ok:
+                    raise
+        x = extra() if extra else None
+        b = info()
+        if a['samples'] == b['samples']:
+            return {'info': a, 'stat': cgs, 'extra': x}
+    raise RuntimeError(f'a sample completed during each of {tries} reads')
+
+
+def next_sample(rels=('',), extra=None):
+    """A snapshot taken just after the next sample completed: windows
+    between two of them start and end on a sample boundary, so the module's
+    figures (updated at samples) and the kernel's (continuous) cover the
+    same time, up to the few ms it takes to notice the sample."""
+    i = info()
+    n = i['samples']
+    ms = int(get_param('interval_ms'))
+    # sleep until 5 ms before the next sample is due, then poll
+    due = i['last_sample_ns'] + (ms - 5) * 1_000_000
+    time.sleep(max(0, min(ms / 1000, (due - time.monotonic_ns()) / 1e9)))
+    deadline = time.monotonic() + 30
+    while info()['samples'] == n:
+        if time.monotonic() > deadline:
+            raise RuntimeError('no sample in 30 s')
+        time.sleep(0.002)
+    return snapshot(rels, extra)
+
+
+def freeze(rel, frozen=True, timeout=30):
+    """Freeze (or thaw) cgroup @rel and wait until cgroup.events says so:
+    a frozen cgroup runs nothing, so the sampler changes nothing of it once
+    its last slices are charged (settle() after freezing)."""
+    (CG / rel / 'cgroup.freeze').write_text(f'{int(frozen)}\n')
+    want = f'frozen {int(frozen)}'
+    deadline = time.monotonic() + timeout
+    while want not in (CG / rel / 'cgroup.events').read_text().splitlines():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f'{rel}: not {want} after {timeout} s')
+        time.sleep(0.01)
+
+
+def compare_usage(cgs, settle_first=True):
+    """usage_usec of each cgroup in @cgs against the kernel's cpu.stat, once
+    the cgroups are quiet (their tasks have exited): after the samples that
+    charge their last slices, the cgroups' figures read in one snapshot.
+    Returns {cgroup: {ours, kernel, diff, rel, wakeups, impact_usec,
+    energy_uj}}."""
+    if settle_first:
+        settle()
+    snap = snapshot(cgs)['stat']
+    out = {}
+    for cg in cgs:
+        s, kernel = snap[cg], cpu_usage(cg)
+        out[cg] = {'ours': s['usage_usec'], 'kernel': kernel,
+                   'diff': s['usage_usec'] - kernel,
+                   'rel': (s['usage_usec'] - kernel) / kernel if kernel
+                   else None,
+                   'wakeups': s['wakeups'], 'impact_usec': s['impact_usec'],
+                   'energy_uj': s['energy_uj']}
+    return out
 
 
 def mkcg(*rels):

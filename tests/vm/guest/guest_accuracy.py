@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0
-"""usage_usec against cpu.stat on quiet cgroups, run inside the VM by
+"""usage_usec against cpu.stat on quiet cgroups (the one scenario of this
+fact: the engine suite does not repeat it), run inside the VM by
 tests/test_accuracy.py (typically with nohz_full=1 on the command line):
 
     python3 guest_accuracy.py cgroup_energy.ko cgwork
@@ -12,8 +13,8 @@ CPU 1, 300 short-lived processes.  Prints 'CGE-RESULT {json}'.
 import os
 from pathlib import Path
 
-from common import (CG, EN, Work, conservation_ok, cpu_usage, info,
-                    main_args, mkcg, s_unload, scenarios, settle, sh, stat)
+from common import (CG, EN, Work, compare_usage, conservation_ok, info,
+                    main_args, mkcg, s_unload, scenarios, sh, stat)
 
 KO, CGWORK = main_args()
 W = Work(CGWORK)
@@ -52,12 +53,7 @@ def s_accuracy(ctx):
     c.wait()
     sh(f'chrt -f 10 {CGWORK} -c {CG}/fifo_cpu1 -p 1 busy 0.5')
     W.run('spawn', 'spawn', 300, 2000)
-    settle()
-    out = {}
-    for cg in cgs:
-        ours, kernel = stat(cg)['usage_usec'], cpu_usage(cg)
-        out[cg] = {'ours': ours, 'kernel': kernel, 'diff': ours - kernel,
-                   'rel': (ours - kernel) / kernel if kernel else None}
+    out = compare_usage(cgs)
     out['root_ok'] = conservation_ok(stat())
     return out
 

@@ -4,8 +4,9 @@
 Prints one line 'CGE-RESULT {json}'."""
 import time
 
-from common import (EN, Work, dmesg, get_param, info, main_args, mkcg,
-                    s_unload, scenarios, set_param, settle, sh, stat)
+from common import (EN, Work, dmesg, freeze, get_param, info, main_args,
+                    mkcg, s_unload, scenarios, set_param, settle, sh,
+                    snapshot, stat)
 
 KO, CGWORK = main_args()
 W = Work(CGWORK)
@@ -28,12 +29,15 @@ def side_by_side(tag):
     a = W.start(busy, 'busy', RUN_S + 1, cpu=0)
     b = W.start(sleeper, 'sleeper', 2000, RUN_S + 1, cpu=1)
     time.sleep(1)
-    settle(1)
-    b0, s0 = stat(busy), stat(sleeper)
+    # both cgroups' start figures from the same sample: their deltas cover
+    # the same intervals
+    s = snapshot([busy, sleeper])['stat']
+    b0, s0 = s[busy], s[sleeper]
     a.wait()
     b.wait()
     settle()
-    b1, s1 = stat(busy), stat(sleeper)
+    s = snapshot([busy, sleeper])['stat']
+    b1, s1 = s[busy], s[sleeper]
     return {'busy': b1, 'sleeper': s1,
             'busy_delta': {k: b1[k] - b0[k] for k in b1},
             'sleeper_delta': {k: s1[k] - s0[k] for k in s1},
@@ -63,14 +67,22 @@ def s_coefficient_change(ctx):
     mkcg('coef')
     p = W.start('coef', 'sleeper', 2000, 3 * RUN_S // 2, cpu=1)
     time.sleep(RUN_S / 2)
-    before = stat('coef')
+    # Frozen and settled, the cgroup has nothing left to charge: a sample
+    # between the reads changes nothing of it, and all that it runs after
+    # the change is charged at the new coefficient.
+    freeze('coef')
+    settle(2)
+    before = snapshot(['coef'])
     set_param('kcpu_wakeups', '0.001')
-    again = stat('coef')         # the past is not recomputed
+    again = snapshot(['coef'])   # the past is not recomputed
+    freeze('coef', False)
     p.wait()
     settle()
     after = stat('coef')
     set_param('kcpu_wakeups', '2e-4')
-    return {'before': before, 'again': again, 'after': after,
+    return {'before': before['stat']['coef'], 'again': again['stat']['coef'],
+            'samples_between': again['info']['samples']
+            - before['info']['samples'], 'after': after,
             'param_after_reset': get_param('kcpu_wakeups')}
 
 

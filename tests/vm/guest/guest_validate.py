@@ -27,29 +27,10 @@ import threading
 import time
 from pathlib import Path
 
-from common import CG, EN, PARAMS, cpu_usage, info, stat  # noqa: E402
+from common import (CG, EN, PARAMS, compare_usage, cpu_usage, info,  # noqa: E402
+                    mkcg, proc_idle_usec, settle, sh, snapshot, stat)
 
 READER_CG = 'cge-validator'       # this script's own cgroup
-
-
-def sh(cmd):
-    p = subprocess.run(cmd, shell=True, text=True, capture_output=True)
-    if p.returncode:
-        raise RuntimeError(f'{cmd!r} failed ({p.returncode}): {p.stderr}')
-    return p.stdout
-
-
-def settle(samples=3):
-    """Wait until the sampler has completed @samples more samples."""
-    start = info()['samples']
-    deadline = time.monotonic() + 30
-    while info()['samples'] < start + samples and time.monotonic() < deadline:
-        time.sleep(0.05)
-
-
-def mkcg(*rels):
-    for rel in rels:
-        (CG / rel).mkdir(parents=True, exist_ok=True)
 
 
 def move_self(rel):
@@ -72,23 +53,17 @@ class Recorder(threading.Thread):
         with self.lock:
             self.track = None if cgs is None else [READER_CG, *cgs]
 
-    def snapshot(self, track):
+    @staticmethod
+    def snapshot(track):
         """One consistent set: no sample completed while reading it."""
-        for _ in range(5):
-            a = info()
-            root = stat()
-            cgs = {}
-            for cg in track:
-                try:
-                    cgs[cg] = stat(cg)
-                except OSError:
-                    pass
-            b = info()
-            if a['samples'] == b['samples']:
-                return {'n': a['samples'], 't': a['last_sample_ns'],
-                        'root': root, 'cg': cgs,
-                        'proc_idle': proc_idle_usec()}
-        return None
+        try:
+            s = snapshot(['', *track], extra=proc_idle_usec,
+                         missing_ok=True, tries=5)
+        except RuntimeError:
+            return None
+        cgs = s['stat']
+        return {'n': s['info']['samples'], 't': s['info']['last_sample_ns'],
+                'root': cgs.pop(''), 'cg': cgs, 'proc_idle': s['extra']}
 
     def run(self):
         last = -1
@@ -109,13 +84,6 @@ class Recorder(threading.Thread):
                 wait = (s['t'] + (ms + 5) * 1_000_000
                         - time.monotonic_ns()) / 1e9
             self.stop.wait(min(wait, ms / 1000) if wait > 0 else 0.02)
-
-
-def proc_idle_usec():
-    """The kernel's idle time summed over CPUs (/proc/stat idle + iowait,
-    USER_HZ ticks: 10 ms resolution)."""
-    f = Path('/proc/stat').read_text().split('\n', 1)[0].split()
-    return (int(f[4]) + int(f[5])) * 1_000_000 // os.sysconf('SC_CLK_TCK')
 
 
 class Work:
@@ -188,13 +156,9 @@ class Run:
 
     def quiet_compare(self, modes, into):
         """modes: {cgroup: mode}; compare once the cgroups are quiet."""
-        settle()
+        rows = compare_usage(list(modes))
         for cg, mode in modes.items():
-            s = stat(cg)
-            into.append({'mode': mode, 'cg': cg, 'ours': s['usage_usec'],
-                         'kernel': cpu_usage(cg), 'wakeups': s['wakeups'],
-                         'impact_usec': s['impact_usec'],
-                         'energy_uj': s['energy_uj']})
+            into.append({'mode': mode, 'cg': cg, **rows[cg]})
 
     # ---- usage_usec against cpu.stat -------------------------------------
     def usage(self):
@@ -284,10 +248,10 @@ class Run:
                 self.w.run_all([(warm, args, 1)])
                 ru = [self.w.run_all([(cg, args, 1)])[0] for cg in cgs]
             settle()
+            snap = snapshot(cgs)['stat']
             for i, cg in enumerate(cgs):
-                s = stat(cg)
                 self.impact_rows.append({'mode': mode, 'run': i, 'cg': cg,
-                                         **s, 'kernel': cpu_usage(cg),
+                                         **snap[cg], 'kernel': cpu_usage(cg),
                                          **ru[i]})
 
     # ---- conservation: bursts of root reads, idle and under load ---------
