@@ -8,6 +8,7 @@ The tool is built with `make -C userspace` first (ENERGYSTAT=path overrides).
 import json
 import os
 import re
+import resource
 import shutil
 import stat
 import subprocess
@@ -69,6 +70,24 @@ def table(out):
 
 def rowmap(out):
     return dict(table(out)[1])
+
+
+def wait_first_read(p):
+    """Wait until the live tool sleeps for its next sample, i.e. has read
+    the tree once: it is then blocked in clock_nanosleep (230 on x86_64).
+    A fixed delay raced a slow start on a loaded host."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{p.pid}/syscall") as f:
+                if f.read().split()[0] == "230":
+                    return
+        except (OSError, IndexError):
+            pass
+        time.sleep(0.005)
+    p.kill()
+    raise AssertionError("the live tool never slept for its next sample")
+
 
 
 def joules(uj, decimals=3):
@@ -540,6 +559,7 @@ class Live:
     def __init__(self, tool, *args):
         self.p = subprocess.Popen([tool, *args], stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE, text=True)
+        wait_first_read(self.p)
 
     def doc(self):
         line = self.p.stdout.readline()
@@ -563,7 +583,6 @@ def test_live_rates_module_clock(tool, tree):
     tree.set_info(info)
     live = Live(tool, "--root", tree.path, "--json", "-i", "0.5", "-n", "3")
     for step in range(1, 4):
-        time.sleep(0.05 if step == 1 else 0)
         # +1 J, +0.25 CPU-s, +50 wakeups, +0.5 impact-s on nginx per step
         tree.add("/system.slice/nginx.service", energy_uj=2_500_000 + step * 1_000_000,
                  usage_usec=1_500_000 + step * 250_000, wakeups=250 + step * 50,
@@ -592,7 +611,6 @@ def test_live_rates_module_clock(tool, tree):
 
 def test_live_rates_wall_clock(tool, tree):
     live = Live(tool, "--root", tree.path, "--json", "-i", "0.4", "-n", "2")
-    time.sleep(0.05)
     tree.add("/user.slice", energy_uj=2_500_000 + 800_000, usage_usec=3_000_000,
              wakeups=400, impact_usec=3_000_000)
     doc = live.doc()
@@ -612,7 +630,6 @@ def test_live_appear_disappear_reload(tool, tree):
     tree.set_info({"last_sample_ns": ns})
     live = Live(tool, "--root", tree.path, "--json", "--sort", "path",
                 "-i", "0.5", "-n", "4")
-    time.sleep(0.05)
     # step 1: a cgroup appears (counters from 0), another disappears
     tree.add("/system.slice/new.service", energy_uj=500_000, usage_usec=100_000,
              wakeups=5, impact_usec=100_000)
@@ -661,7 +678,6 @@ def test_live_appear_disappear_reload(tool, tree):
 
 def test_live_tree_goes_and_comes_back(tool, tree):
     live = Live(tool, "--root", tree.path, "--json", "-i", "0.4", "-n", "3")
-    time.sleep(0.05)
     os.rename(os.path.join(tree.path, "energy.stat"),
               os.path.join(tree.path, "saved"))
     time.sleep(0.5)                # update 1 fails: not mounted
@@ -679,7 +695,6 @@ def test_live_tree_goes_and_comes_back(tool, tree):
 def test_live_key_new_in_sample_has_null_rate(tool, tree):
     """A key missing from the previous sample of a known cgroup: no rate."""
     live = Live(tool, "--root", tree.path, "--json", "-n", "1")
-    time.sleep(0.1)
     tree.add("/user.slice", energy_uj=2_500_000, usage_usec=3_000_000,
              wakeups=400, impact_usec=3_000_000, package_uj=7)
     doc = live.doc()
@@ -703,7 +718,7 @@ def test_live_table(tool, tree):
     tree.set_info({"last_sample_ns": ns})
     p = subprocess.Popen([tool, "--root", tree.path, "-i", "0.5", "-n", "2"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(0.1)
+    wait_first_read(p)
     tree.add("/system.slice/db.service", energy_uj=5_000_000 + 1_500_000,
              usage_usec=3_500_000 + 500_000, wakeups=350 + 10,
              impact_usec=4_000_000 + 250_000)
@@ -731,7 +746,7 @@ def test_live_table_dash_after_unreadable(tool, tree):
     tree.write("/user.slice", "bad\n")
     p = subprocess.Popen([tool, "--root", tree.path, "-i", "0.4", "-n", "1"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(0.1)
+    wait_first_read(p)
     tree.add("/user.slice", energy_uj=1)
     out, err = p.communicate(timeout=20)
     assert rowmap(out)["/user.slice"] == ["-", "-", "-", "-"]
@@ -799,13 +814,18 @@ def test_man_page(tool):
 
 # ---- performance and memory ------------------------------------------------
 
-def test_10000_cgroups_under_5s(tool, tmp_path):
+def test_10000_cgroups_cpu_time_guard(tool, tmp_path):
     t = build_big(tmp_path / "big", 10000)
+    # A regression guard, not a benchmark: the tool's own CPU time (wall
+    # time measured the host's load: 5.2 s once on a busy host). Measured
+    # on an idle host: 0.10-0.19 s for the three formats; 2 s is ten times
+    # the slowest measured.
     for args in ([], ["--json"], ["--prometheus"]):
-        t0 = time.monotonic()
+        r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         r = run(tool, "--root", t.path, *args, check_rc=0)
-        took = time.monotonic() - t0
-        assert took < 5, (args, took)
+        r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        took = (r1.ru_utime + r1.ru_stime) - (r0.ru_utime + r0.ru_stime)
+        assert took < 2, (args, took)
     assert len(r.out.splitlines()) > 4 * 10001
     m = rowmap(run(tool, "--root", t.path, check_rc=0).out)
     assert len(m) == 10001

@@ -35,8 +35,12 @@ def test_load_and_mount(res):
 
 def test_equal_loads_equal_energy(res):
     r = ok(res, 's_equal_pinned')
-    e1, e2 = r['eq1']['energy_uj'], r['eq2']['energy_uj']
-    assert e1 > 0 and e2 > 0
+    # A loop on each CPU for the same 3 s: how much CPU time each vCPU gets
+    # is the host's doing (4.15 s against 3.58 s on a loaded host), so the
+    # fact is the same energy per CPU-second on both CPUs.
+    e1, e2 = (r[cg]['energy_uj'] / r[cg]['usage_usec'] for cg in ('eq1', 'eq2'))
+    for cg in ('eq1', 'eq2'):
+        assert 1_500_000 <= r[cg]['usage_usec'] <= 6_000_000, r
     assert abs(e1 - e2) <= 0.10 * max(e1, e2), r
 
 
