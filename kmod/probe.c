@@ -89,6 +89,24 @@ static inline bool cge_task_background(struct task_struct *p)
 	       task_nice(p) >= 10;
 }
 
+/*
+ * Ask the sampler for a record for @cgid, which the overflow path met without
+ * one, once per interval: a cgroup that switches often must not fill the list
+ * alone, so each drain makes records for up to CGE_WANTS distinct cgroups.
+ */
+static void cge_want(struct cge_cpu_sample *s, u64 cgid, u64 parent)
+{
+	unsigned int i;
+
+	for (i = 0; i < s->nr_want; i++)
+		if (s->want[i].cgid == cgid)
+			return;
+	if (s->nr_want == CGE_WANTS)
+		return;
+	s->want[s->nr_want].cgid = cgid;
+	s->want[s->nr_want++].parent_cgid = parent;
+}
+
 /* Charge @ns and @wakeups to @p's cgroup @cgid, child of @parent, in @c. */
 static void cge_charge(struct cge_cpu *c, struct task_struct *p, u64 cgid,
 		       u64 parent, u64 ns, u32 wakeups)
@@ -111,11 +129,8 @@ static void cge_charge(struct cge_cpu *c, struct task_struct *p, u64 cgid,
 	}
 	if (unlikely(s->nr == CGE_SLOTS)) {
 		c->overflows++;
-		if (!cge_cgstate_overflow(cgid, parent, ns, bg_ns, wakeups) &&
-		    s->nr_want < CGE_WANTS) {
-			s->want[s->nr_want].cgid = cgid;
-			s->want[s->nr_want++].parent_cgid = parent;
-		}
+		if (!cge_cgstate_overflow(cgid, parent, ns, bg_ns, wakeups))
+			cge_want(s, cgid, parent);
 		return;
 	}
 	c->hint = s->nr;

@@ -6,7 +6,9 @@ charges the scheduler's own per-task runtime at every switch, so a stopped
 tick must not change what it counts.
 
 CGE_ACCURACY_MODES="nohz plain" also boots without nohz_full (the README's
-table comes from such a run); default "nohz".  Results are kept in
+table comes from such a run); default "nohz".  On ticked CPUs, make check
+compares usage_usec with cpu.stat in test_engine (100 overflowing cgroups,
+cgroup churn) and test_stress (churn under migration).  Results are kept in
 .build/accuracy/<flavour>-<mode>.json.
 """
 import json

@@ -38,9 +38,12 @@ def test_equal_loads_equal_energy(res):
     # A loop on each CPU for the same 3 s: how much CPU time each vCPU gets
     # is the host's doing (4.15 s against 3.58 s on a loaded host), so the
     # fact is the same energy per CPU-second on both CPUs.
-    e1, e2 = (r[cg]['energy_uj'] / r[cg]['usage_usec'] for cg in ('eq1', 'eq2'))
     for cg in ('eq1', 'eq2'):
+        # The premise, that each loop ran: between half and twice the 3 s
+        # it spun for, wide enough for the vCPU clocks of a loaded host.
         assert 1_500_000 <= r[cg]['usage_usec'] <= 6_000_000, r
+        assert r[cg]['energy_uj'] > 0, r
+    e1, e2 = (r[cg]['energy_uj'] / r[cg]['usage_usec'] for cg in ('eq1', 'eq2'))
     assert abs(e1 - e2) <= 0.10 * max(e1, e2), r
 
 
@@ -69,13 +72,15 @@ def test_removed_child_energy_stays_in_parent(res):
     assert r['after']['energy_uj'] == r['before']['energy_uj']
     assert r['after']['usage_usec'] == r['before']['usage_usec']
     assert 'c' not in r['listed']
+    assert r['records_after'] < r['records_before'], r     # its record freed
 
 
 def test_overflow_loses_nothing(res):
     r = ok(res, 's_overflow')
     assert r['overflows'] > 0                 # 100 cgroups > 32 slots
     assert r['root_ok']
-    # The subtree's time is all there, and every child got a record.
+    # The subtree's time is all there, and every child got a record of its
+    # own while it ran (see s_overflow for the bound).
     assert close(r['parent']['usage_usec'], r['kernel'], 0.10, 30000), r
     assert r['min_usage'] > 0
 

@@ -67,8 +67,9 @@ def test_background_weighted(res):
 def test_coefficient_change_applies_later(res):
     r = ok(res, 's_coefficient_change')
     b, a, again = r['before'], r['after'], r['again']
-    # read while the cgroup was frozen: samples between the reads (here
-    # r['samples_between']) have nothing of it to charge
+    # read while the cgroup was frozen, with at least one sample at the new
+    # coefficient between the reads: it had nothing of the cgroup to charge
+    assert r['samples_between'] >= 1, r
     assert again == b, r
     du = a['usage_usec'] - b['usage_usec']
     dw = a['wakeups'] - b['wakeups']

@@ -194,20 +194,23 @@ def qemu_command(k, initrd, rundir, cpus, mem, append):
 
 
 def qemu_version():
-    """(major, minor) of the QEMU in PATH; None if it is not installed."""
+    """(major, minor) of the QEMU in PATH; None if it is not installed.
+    VMError if its --version says no version."""
     if shutil.which(QEMU) is None:
         return None
     out = subprocess.run([QEMU, '--version'], capture_output=True,
                          text=True).stdout
     m = re.search(r'version (\d+)\.(\d+)', out)
-    return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
+    if not m:
+        raise VMError(f'{QEMU} --version printed no version: {out.strip()!r}')
+    return (int(m.group(1)), int(m.group(2)))
 
 
 def check_qemu():
     """QEMU 10.0 or later. Under multi-threaded TCG, 7.2 (Debian 12's) can
     keep executing an int3 after the kernel has patched it out of its text
     (static keys, static calls: every tracepoint attach), and hang or oops
-    the guest with or without our module; 10.0 did not in N cycles
+    the guest with or without our module; 10.0 did not in 960 cycles
     (tests/vm/repro/mttcg-int3/README.md)."""
     v = qemu_version()
     if v is None:

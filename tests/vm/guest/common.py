@@ -44,6 +44,21 @@ def settle(samples=3):
         time.sleep(0.05)
 
 
+def wait_records(target, timeout=60):
+    """Settle until energy.info counts at most @target records, @timeout s at
+    most; returns (energy.info, seconds waited).  A removed cgroup's record is
+    freed some reaper passes (one a second) after the kernel takes the cgroup
+    offline, which its workqueue does later, and later still on a loaded host
+    (a fixed 3.5 s wait once found 125 records against 115)."""
+    t0 = time.monotonic()
+    while True:
+        settle()
+        now = info()
+        waited = time.monotonic() - t0
+        if now['records'] <= target or waited >= timeout:
+            return now, round(waited, 1)
+
+
 def proc_idle_usec():
     """The kernel's idle time summed over CPUs (/proc/stat idle + iowait,
     USER_HZ ticks: 10 ms resolution), in µs."""

@@ -10,7 +10,7 @@ import time
 from common import (CG, EN, REPO, Work, conservation_ok, cpu_usage, dmesg, info,
                     kv, main_args, mkcg, next_sample, proc_idle_usec,
                     scenarios, set_param, get_param, settle, sh, snapshot,
-                    stat)
+                    stat, wait_records)
 
 KO, CGWORK = main_args()
 W = Work(CGWORK)
@@ -73,17 +73,22 @@ def s_removed_child(ctx):
     before, child = snap['stat']['rmp'], snap['stat']['rmp/c']
     recs = snap['info']['records']
     os.rmdir(CG / 'rmp/c')
-    time.sleep(3.5)         # two reaper passes
-    settle()
+    end, reap_s = wait_records(recs - 1)
     return {'before': before, 'child': child, 'after': stat('rmp'),
-            'listed': os.listdir(EN / 'rmp'),
-            'records_before': recs, 'records_after': info()['records']}
+            'listed': os.listdir(EN / 'rmp'), 'reap_seconds': reap_s,
+            'records_before': recs, 'records_after': end['records']}
 
 
 def s_overflow(ctx):
+    # 100 sleepers on CPU 0, each waking every 20 ms: every 250 ms interval
+    # meets all of them (about 12 wakeups each), more than the 32 cache slots.
+    # Each drain makes records for at least 16 cgroups that overflowed without
+    # one, so after the last start every cgroup has its own record within
+    # ceil(68 / 16) = 5 intervals (1.25 s) and is charged there for the rest
+    # of its 3 s.
     n = 100
     old = get_param('interval_ms')
-    set_param('interval_ms', 1000)
+    set_param('interval_ms', 250)
     before = info()['cache_overflows']
     cgs = [f'ovf/o{i}' for i in range(n)]
     mkcg(*cgs)
@@ -172,19 +177,9 @@ def s_churn(ctx):
     churn_s = time.time() - t0
     stop.set()
     t.join()
-    # A removed cgroup's record is freed some reaper passes (one a second)
-    # after the kernel takes the cgroup offline, which its workqueue does
-    # later, and later still on a loaded host (a fixed 3.5 s wait failed
-    # there: 125 records against 115 at the start): wait for the count to
-    # come back, 60 s at most, and report how long it took.
-    t1 = time.time()
-    while time.time() - t1 < 60:
-        settle()
-        end = info()
-        if end['records'] <= start['records'] * 1.05 + 1:
-            break
+    end, reap_s = wait_records(start['records'] * 1.05 + 1)
     return {'cgroups': n, 'churn_seconds': round(churn_s, 1),
-            'reap_seconds': round(time.time() - t1, 1),
+            'reap_seconds': reap_s,
             'reads': reads, 'records_start': start['records'],
             'bytes_start': start['record_bytes'],
             'records_end': end['records'], 'bytes_end': end['record_bytes'],

@@ -74,6 +74,7 @@ def s_coefficient_change(ctx):
     settle(2)
     before = snapshot(['coef'])
     set_param('kcpu_wakeups', '0.001')
+    settle(1)                    # a sample at the new coefficient, then
     again = snapshot(['coef'])   # the past is not recomputed
     freeze('coef', False)
     p.wait()

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from common import (CG, EN, PARAMS, conservation_ok, cpu_usage, dmesg, info,
                     insmod, kv, main_args, mkcg, mount_en, rmmod, scenarios,
-                    settle, stat, umount_en)
+                    settle, stat, umount_en, wait_records)
 
 KO, CGWORK = main_args()
 KMEMLEAK = Path('/sys/kernel/debug/kmemleak')
@@ -288,6 +288,8 @@ def s_churn(ctx):
     n = N_CGROUPS
     base = CG / 'churn'
     mkcg('churn')
+    settle()
+    records = info()['records']
     window = collections.deque()
     lock = threading.Lock()
     # sleepers: a wakeup and two switches per period in whatever cgroup they
@@ -371,9 +373,10 @@ def s_churn(ctx):
         readers, params = rd.summary(), {'done': pc.done,
                                          'refused': dict(pc.refused)}
     churn_s = time.time() - t0
-    time.sleep(3.5)                # two reaper passes
-    settle()
+    end, reap_s = wait_records(records * 1.05 + 1)
     return {'created': created, 'removed': removed,
+            'records_start': records, 'records_end': end['records'],
+            'reap_seconds': reap_s,
             'left': sorted(p.name for p in base.iterdir() if p.is_dir()),
             'churn_s': round(churn_s, 1), 'moves': moves,
             'timing': {k: round(v, 2) for k, v in timing.items()},
