@@ -8,7 +8,8 @@
 # the integration suite on every kernel of the matrix) and debug (the stress
 # suite, lighter, on 6.1-rt, then on the KASAN/lockdep kernel, whose build
 # it waits for only after 6.1-rt has run).
-# CGE_STAGES="host vm" runs a subset; CGE_CACHE (default
+# CGE_STAGES="host vm" runs a subset; an unknown stage name, or none, stops
+# the script with exit status 2 before any stage runs. CGE_CACHE (default
 # /var/cache/cgroup-energy) keeps downloads and builds between runs.
 # CGE_FLAVOURS (default "all": 6.1 6.1-rt 6.12 6.12-rt sid) selects the
 # kernels of the host and vm stages, CGE_STRESS_FLAVOURS (default
@@ -19,9 +20,30 @@
 # build) is printed at the end and kept in .build/check/timings.json.
 set -u
 
+ALL_STAGES="deps build style host kunit vm debug"
+# CGE_STAGES split on blanks, without expanding wildcards.
+STAGES=""
+unknown=""
+set -f
+for s in ${CGE_STAGES:-$ALL_STAGES}; do
+	case " $ALL_STAGES " in
+	*" $s "*) STAGES="$STAGES $s" ;;
+	*) unknown="$unknown $s" ;;
+	esac
+done
+set +f
+if [ -n "$unknown" ]; then
+	echo "check: unknown stage(s) in CGE_STAGES:$unknown;" \
+		"valid stages: $ALL_STAGES" >&2
+	exit 2
+fi
+if [ -z "$STAGES" ]; then
+	echo "check: CGE_STAGES names no stage; valid stages: $ALL_STAGES" >&2
+	exit 2
+fi
+
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 PY=/usr/bin/python3
-STAGES=${CGE_STAGES:-deps build style host kunit vm debug}
 CGE_FLAVOURS=${CGE_FLAVOURS:-all}
 export CGE_FLAVOURS
 OUT=$REPO/.build/check
