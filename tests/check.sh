@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # make check: install what is needed, build, run every test stage, print
 # each stage's duration and one closing line. Exit status non-zero if any
-# stage failed.
+# stage failed or the closing summary (timings.json) could not be written.
 #
 # Stages: deps, build, style, host (pytest, no VM), kunit (UML), vm (QEMU:
 # the integration suite on every kernel of the matrix) and debug (the stress
@@ -48,7 +48,7 @@ CGE_FLAVOURS=${CGE_FLAVOURS:-all}
 export CGE_FLAVOURS
 OUT=$REPO/.build/check
 mkdir -p "$OUT"
-rm -f "$OUT"/*.xml "$OUT"/timings.tsv
+rm -f "$OUT"/*.xml "$OUT"/timings.tsv "$OUT"/timings.json
 cd "$REPO" || exit 1
 
 failed=""
@@ -156,6 +156,13 @@ print(f'check: total {total // 60} min {total % 60} s '
       f'(stage timings: {out}/timings.json)')
 print(f'check: {t} passed, {f} failed, {s} skipped')
 PYEOF
+src=$?
+# The summary is part of the result: if it fails, check.sh fails.
+if [ $src != 0 ]; then
+	echo "check: the summary failed (exit $src): $OUT/timings.json" \
+		"may be missing or incomplete" >&2
+	failed="$failed summary"
+fi
 if [ -n "$failed" ]; then
 	echo "check: FAILED stages:$failed"
 	exit 1
