@@ -71,11 +71,12 @@ stage() { # stage NAME CMD...
 "
 }
 
-pytest_stage() { # pytest_stage NAME ARGS...
-	name=$1
+# Not "name": stage() still needs its own after the stage's command (sh
+# functions share their variables).
+pytest_stage() { # pytest_stage XMLNAME ARGS...
+	xml=$OUT/$1.xml
 	shift
-	$PY -m pytest -p no:cacheprovider -q -rfEs \
-		--junitxml="$OUT/$name.xml" "$@"
+	$PY -m pytest -p no:cacheprovider -q -rfEs --junitxml="$xml" "$@"
 }
 
 selected() { case " $STAGES " in *" $1 "*) return 0 ;; esac; return 1; }
