@@ -16,8 +16,10 @@
 # "debug 6.1-rt") the debug stage's.  The debug kernel (tests/vm/debugkernel.py,
 # about 25 CPU-minutes the first time) is built in the background at nice 19
 # from the end of the deps stage on, so it overlaps the other stages.
-# Every stage's duration (and how long the debug stage waited for that
-# build) is printed at the end and kept in .build/check/timings.json.
+# Every stage's duration is printed at the end and kept, with how long the
+# debug stage waited for that build and the build's exit status
+# ("debug-wait"; a failed build fails the debug stage), in
+# .build/check/timings.json.
 set -u
 
 ALL_STAGES="deps build style host kunit vm debug"
@@ -110,9 +112,18 @@ debug_stage() {
 	if [ -n "${DEBUG_BG:-}" ]; then
 		echo "check: waiting for the debug kernel build"
 		w0=$(now)
-		wait "$DEBUG_BG" || echo "check: background debug kernel build" \
-			"failed; see $OUT/debugkernel.log (retrying in the stage)"
-		printf 'debug-wait\t%s\t0\n' "$(( $(now) - w0 ))" >>"$OUT/timings.tsv"
+		wait "$DEBUG_BG"
+		wrc=$?
+		DEBUG_BG=""
+		printf 'debug-wait\t%s\t%s\n' "$(( $(now) - w0 ))" "$wrc" \
+			>>"$OUT/timings.tsv"
+		# A failed build fails the stage; the debug kernel's stress is
+		# not run (it would build the kernel again, in the foreground).
+		if [ "$wrc" != 0 ]; then
+			echo "check: the debug kernel build failed (exit $wrc);" \
+				"see $OUT/debugkernel.log" >&2
+			return 1
+		fi
 	fi
 	CGE_STRESS_FLAVOURS=debug pytest_stage debug tests/test_stress.py || drc=1
 	return $drc
