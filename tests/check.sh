@@ -2,31 +2,57 @@
 # SPDX-License-Identifier: GPL-2.0
 # make check: install what is needed, build, run every test stage, print
 # each stage's duration and one closing line. Exit status non-zero if any
-# stage failed.
+# stage failed or the closing summary (timings.json) could not be written.
 #
 # Stages: deps, build, style, host (pytest, no VM), kunit (UML), vm (QEMU:
 # the integration suite on every kernel of the matrix) and debug (the stress
 # suite, lighter, on 6.1-rt, then on the KASAN/lockdep kernel, whose build
 # it waits for only after 6.1-rt has run).
-# CGE_STAGES="host vm" runs a subset; CGE_CACHE (default
+# CGE_STAGES="host vm" runs a subset; an unknown stage name, or none, stops
+# the script with exit status 2 before any stage runs. CGE_CACHE (default
 # /var/cache/cgroup-energy) keeps downloads and builds between runs.
 # CGE_FLAVOURS (default "all": 6.1 6.1-rt 6.12 6.12-rt sid) selects the
 # kernels of the host and vm stages, CGE_STRESS_FLAVOURS (default
-# "debug 6.1-rt") the debug stage's.  The debug kernel (tests/vm/debugkernel.py,
+# "debug 6.1-rt"; blank- or comma-separated) the debug stage's.  The debug kernel (tests/vm/debugkernel.py,
 # about 25 CPU-minutes the first time) is built in the background at nice 19
 # from the end of the deps stage on, so it overlaps the other stages.
-# Every stage's duration (and how long the debug stage waited for that
-# build) is printed at the end and kept in .build/check/timings.json.
+# Every stage's duration is printed at the end and kept, with how long the
+# debug stage waited for that build and the build's exit status
+# ("debug-wait"; a failed build fails the debug stage), in
+# .build/check/timings.json.
 set -u
+
+ALL_STAGES="deps build style host kunit vm debug"
+# CGE_STAGES split on blanks, without expanding wildcards.
+STAGES=""
+unknown=""
+set -f
+for s in ${CGE_STAGES:-$ALL_STAGES}; do
+	case " $ALL_STAGES " in
+	*" $s "*) STAGES="$STAGES $s" ;;
+	*) unknown="$unknown $s" ;;
+	esac
+done
+set +f
+if [ -n "$unknown" ]; then
+	echo "check: unknown stage(s) in CGE_STAGES:$unknown;" \
+		"valid stages: $ALL_STAGES" >&2
+	exit 2
+fi
+if [ -z "$STAGES" ]; then
+	echo "check: CGE_STAGES names no stage; valid stages: $ALL_STAGES" >&2
+	exit 2
+fi
 
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 PY=/usr/bin/python3
-STAGES=${CGE_STAGES:-deps build style host kunit vm debug}
 CGE_FLAVOURS=${CGE_FLAVOURS:-all}
 export CGE_FLAVOURS
+# Blank- or comma-separated, as tests/test_stress.py reads it.
+STRESS_FLAVOURS=$(echo "${CGE_STRESS_FLAVOURS:-debug 6.1-rt}" | tr , ' ')
 OUT=$REPO/.build/check
 mkdir -p "$OUT"
-rm -f "$OUT"/*.xml "$OUT"/timings.tsv
+rm -f "$OUT"/*.xml "$OUT"/timings.tsv "$OUT"/timings.json
 cd "$REPO" || exit 1
 
 failed=""
@@ -49,19 +75,25 @@ stage() { # stage NAME CMD...
 "
 }
 
-pytest_stage() { # pytest_stage NAME ARGS...
-	name=$1
+# Not "name": stage() still needs its own after the stage's command (sh
+# functions share their variables).
+pytest_stage() { # pytest_stage XMLNAME ARGS...
+	xml=$OUT/$1.xml
 	shift
-	$PY -m pytest -p no:cacheprovider -q -rfEs \
-		--junitxml="$OUT/$name.xml" "$@"
+	$PY -m pytest -p no:cacheprovider -q -rfEs --junitxml="$xml" "$@"
 }
 
 selected() { case " $STAGES " in *" $1 "*) return 0 ;; esac; return 1; }
 
+stress_has_debug() {
+	for f in $STRESS_FLAVOURS; do [ "$f" = debug ] && return 0; done
+	return 1
+}
+
 # The debug kernel takes long to build: start it now, in the background.
 debug_bg() {
 	selected debug || return 0
-	case " ${CGE_STRESS_FLAVOURS:-debug 6.1-rt} " in *" debug "*) ;; *) return 0 ;; esac
+	stress_has_debug || return 0
 	echo "check: building the debug kernel in the background" \
 		"(log: $OUT/debugkernel.log)"
 	nice -n 19 $PY tests/vm/debugkernel.py >"$OUT/debugkernel.log" 2>&1 &
@@ -76,20 +108,31 @@ vm_stage() {
 debug_stage() {
 	# The stock kernels' stress runs first, while the debug kernel may
 	# still be building; then the debug kernel's.
-	fl=${CGE_STRESS_FLAVOURS:-debug 6.1-rt}
-	stock=$(echo " $fl " | sed 's/ debug / /g')
+	stock=""
+	for f in $STRESS_FLAVOURS; do
+		[ "$f" = debug ] || stock="${stock:+$stock }$f"
+	done
 	drc=0
-	if [ -n "$(echo $stock)" ]; then
+	if [ -n "$stock" ]; then
 		CGE_STRESS_FLAVOURS="$stock" pytest_stage debug-stock \
 			tests/test_stress.py || drc=1
 	fi
-	case " $fl " in *" debug "*) ;; *) return $drc ;; esac
+	stress_has_debug || return $drc
 	if [ -n "${DEBUG_BG:-}" ]; then
 		echo "check: waiting for the debug kernel build"
 		w0=$(now)
-		wait "$DEBUG_BG" || echo "check: background debug kernel build" \
-			"failed; see $OUT/debugkernel.log (retrying in the stage)"
-		printf 'debug-wait\t%s\t0\n' "$(( $(now) - w0 ))" >>"$OUT/timings.tsv"
+		wait "$DEBUG_BG"
+		wrc=$?
+		DEBUG_BG=""
+		printf 'debug-wait\t%s\t%s\n' "$(( $(now) - w0 ))" "$wrc" \
+			>>"$OUT/timings.tsv"
+		# A failed build fails the stage; the debug kernel's stress is
+		# not run (it would build the kernel again, in the foreground).
+		if [ "$wrc" != 0 ]; then
+			echo "check: the debug kernel build failed (exit $wrc);" \
+				"see $OUT/debugkernel.log" >&2
+			return 1
+		fi
 	fi
 	CGE_STRESS_FLAVOURS=debug pytest_stage debug tests/test_stress.py || drc=1
 	return $drc
@@ -134,6 +177,13 @@ print(f'check: total {total // 60} min {total % 60} s '
       f'(stage timings: {out}/timings.json)')
 print(f'check: {t} passed, {f} failed, {s} skipped')
 PYEOF
+src=$?
+# The summary is part of the result: if it fails, check.sh fails.
+if [ $src != 0 ]; then
+	echo "check: the summary failed (exit $src): $OUT/timings.json" \
+		"may be missing or incomplete" >&2
+	failed="$failed summary"
+fi
 if [ -n "$failed" ]; then
 	echo "check: FAILED stages:$failed"
 	exit 1

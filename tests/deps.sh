@@ -3,10 +3,14 @@
 # Install the Debian packages that building and testing need.
 # Idempotent: only missing packages are installed. Needs root for apt-get.
 #
-# QEMU comes from bookworm-backports (10.0): Debian 12's 7.2 runs under
-# multi-threaded TCG a stale int3 after the kernel patches its own text, and
-# hangs or oopses the guest with or without our module
-# (tests/vm/repro/mttcg-int3/README.md has both versions' figures).
+# The tests need QEMU >= 10.0: Debian 12's 7.2 runs under multi-threaded TCG
+# a stale int3 after the kernel patches its own text, and hangs or oopses the
+# guest with or without our module (tests/vm/repro/mttcg-int3/README.md has
+# both versions' figures).  On Debian 12 (VERSION_CODENAME=bookworm in
+# /etc/os-release) it comes from bookworm-backports, whose apt source is added
+# if `apt-cache policy` shows no source for that suite; on any other release
+# it comes from the release's own suites, and an installed QEMU older than
+# 10.0 is an error.
 set -eu
 
 PKGS="gcc make perl bc flex bison libelf-dev libssl-dev dwarves cpio kmod \
@@ -16,6 +20,8 @@ linux-perf rt-tests bpftrace debootstrap"
 QEMU_PKG=qemu-system-x86
 QEMU_MIN=1:10.0
 BPO=/etc/apt/sources.list.d/cgroup-energy-bookworm-backports.sources
+WHY="QEMU 7.2's multi-threaded TCG runs a stale int3 after the kernel\
+ patches its text (see tests/vm/repro/mttcg-int3/)"
 
 missing=""
 for p in $PKGS; do
@@ -28,6 +34,16 @@ qemu_ok=0
 [ -n "$qver" ] && dpkg --compare-versions "$qver" ge "$QEMU_MIN" && qemu_ok=1
 [ -z "$missing" ] && [ $qemu_ok = 1 ] && exit 0
 
+codename=$(sed -n 's/^VERSION_CODENAME=//p' /etc/os-release 2>/dev/null |
+	tr -d "\"'")
+if [ $qemu_ok = 0 ] && [ -n "$qver" ] && [ "$codename" != bookworm ]; then
+	echo "cgroup-energy: QEMU >= 10.0 is needed (installed: $QEMU_PKG" \
+		"$qver on ${codename:-an unknown release}; this script fetches" \
+		"10.0 only on Debian 12 bookworm, from bookworm-backports) because" \
+		"$WHY." >&2
+	exit 1
+fi
+
 if [ "$(id -u)" != 0 ]; then
 	echo "cgroup-energy: missing packages:$missing" \
 		"$([ $qemu_ok = 1 ] || echo "$QEMU_PKG (>= $QEMU_MIN)")" >&2
@@ -35,8 +51,15 @@ if [ "$(id -u)" != 0 ]; then
 	exit 1
 fi
 export DEBIAN_FRONTEND=noninteractive
-if [ $qemu_ok = 0 ] && ! grep -rqs '^[^#]*bookworm-backports' \
-	/etc/apt/sources.list /etc/apt/sources.list.d/; then
+apt-get update -q >/dev/null
+# apt-cache policy lists the sources whose indexes apt has fetched (hence
+# after apt-get update), each with a "release" line giving its archive (a=)
+# and codename (n=).
+has_bpo() {
+	apt-cache policy | grep -Eq \
+		'^[[:space:]]*release .*[ ,][an]=bookworm-backports(,|$)'
+}
+if [ $qemu_ok = 0 ] && [ "$codename" = bookworm ] && ! has_bpo; then
 	echo "cgroup-energy: adding bookworm-backports to apt's sources ($BPO)"
 	cat >"$BPO" <<SRC
 Types: deb
@@ -45,22 +68,27 @@ Suites: bookworm-backports
 Components: main
 Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 SRC
+	apt-get update -q >/dev/null
 fi
-apt-get update -q >/dev/null
 if [ -n "$missing" ]; then
 	echo "cgroup-energy: installing$missing"
 	# shellcheck disable=SC2086
 	apt-get install -y -q --no-install-recommends $missing >/dev/null
 fi
 if [ $qemu_ok = 0 ]; then
-	echo "cgroup-energy: installing $QEMU_PKG from bookworm-backports" \
-		"(installed: ${qver:-none})"
-	apt-get install -y -q --no-install-recommends -t bookworm-backports \
-		$QEMU_PKG >/dev/null
+	if [ "$codename" = bookworm ]; then
+		echo "cgroup-energy: installing $QEMU_PKG from bookworm-backports" \
+			"(installed: ${qver:-none})"
+		apt-get install -y -q --no-install-recommends -t bookworm-backports \
+			$QEMU_PKG >/dev/null
+	else
+		echo "cgroup-energy: installing $QEMU_PKG"
+		apt-get install -y -q --no-install-recommends $QEMU_PKG >/dev/null
+	fi
 	qver=$(dpkg-query -W -f='${Version}' $QEMU_PKG)
 	if ! dpkg --compare-versions "$qver" ge "$QEMU_MIN"; then
-		echo "cgroup-energy: $QEMU_PKG $qver installed; the tests need" \
-			">= $QEMU_MIN (bookworm-backports)" >&2
+		echo "cgroup-energy: QEMU >= 10.0 is needed (installed:" \
+			"$QEMU_PKG $qver) because $WHY." >&2
 		exit 1
 	fi
 fi

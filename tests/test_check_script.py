@@ -1,0 +1,199 @@
+# SPDX-License-Identifier: GPL-2.0
+"""tests/check.sh and tests/deps.sh, host only, in seconds: each runs from a
+copy in a scratch tree whose stage scripts, debug kernel build and stress
+suite are stubs (check.sh finds the tree from its own path), and deps.sh
+with stubbed dpkg-query, id, apt-get and apt-cache, so nothing is built,
+booted or installed."""
+import json
+import os
+import subprocess
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+VALID = 'deps build style host kunit vm debug'
+
+
+def fake_repo(tmp_path, style='exit 0', debugkernel_rc=0):
+    (tmp_path / 'tests/vm').mkdir(parents=True)
+    (tmp_path / 'tests/check.sh').write_text(
+        (REPO / 'tests/check.sh').read_text())
+    (tmp_path / 'tests/style.sh').write_text(
+        'echo ran >> "$MARK"\n' + style + '\n')
+    (tmp_path / 'tests/vm/debugkernel.py').write_text(
+        f'import sys\nprint("stub build")\nsys.exit({debugkernel_rc})\n')
+    (tmp_path / 'tests/test_stress.py').write_text(
+        'import os\n\n\ndef test_stub():\n'
+        '    with open(os.environ["MARK"], "a") as f:\n'
+        '        f.write("stress " + os.environ["CGE_STRESS_FLAVOURS"]'
+        ' + "\\n")\n')
+    return tmp_path
+
+
+def check(repo, **env):
+    mark = repo / 'mark'
+    e = {k: v for k, v in os.environ.items()
+         if not k.startswith('CGE_')}
+    e.update(MARK=str(mark), **env)
+    r = subprocess.run(['/bin/sh', str(repo / 'tests/check.sh')], env=e,
+                       capture_output=True, text=True, timeout=60)
+    ran = mark.read_text().splitlines() if mark.exists() else []
+    return r, ran
+
+
+def timings(repo):
+    out = repo / '.build/check'
+    tsv = {}
+    for line in (out / 'timings.tsv').read_text().splitlines():
+        name, secs, rc = line.split('\t')
+        tsv[name] = int(rc)
+    return tsv, json.loads((out / 'timings.json').read_text())
+
+
+def test_unknown_stage_refused_before_anything_runs(tmp_path):
+    repo = fake_repo(tmp_path)
+    for stages in ('bogus', 'style bogus', 'style,host'):
+        r, ran = check(repo, CGE_STAGES=stages)
+        assert r.returncode == 2, (stages, r.stdout, r.stderr)
+        assert VALID in r.stderr
+        assert 'unknown stage' in r.stderr
+        assert ran == []
+        assert not (repo / '.build').exists()
+
+
+def test_blank_stage_list_refused(tmp_path):
+    repo = fake_repo(tmp_path)
+    r, ran = check(repo, CGE_STAGES=' \t')
+    assert r.returncode == 2 and VALID in r.stderr and ran == []
+
+
+def test_stage_runs_and_stale_timings_json_removed(tmp_path):
+    repo = fake_repo(tmp_path, style='test ! -e .build/check/timings.json')
+    (repo / '.build/check').mkdir(parents=True)
+    (repo / '.build/check/timings.json').write_text('{"stale": 1}\n')
+    r, ran = check(repo, CGE_STAGES='style')
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert ran == ['ran']
+    tsv, doc = timings(repo)
+    assert tsv == {'style': 0} and doc['stages']['style']['rc'] == 0
+
+
+def test_failed_stage_fails(tmp_path):
+    repo = fake_repo(tmp_path, style='exit 1')
+    r, _ = check(repo, CGE_STAGES='style')
+    assert r.returncode == 1 and 'FAILED stages: style' in r.stdout
+
+
+def test_failed_summary_fails(tmp_path):
+    repo = fake_repo(tmp_path)
+    # A directory where timings.json goes: the summary cannot write it.
+    (repo / '.build/check/timings.json').mkdir(parents=True)
+    r, ran = check(repo, CGE_STAGES='style')
+    assert ran == ['ran']
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert 'summary failed' in r.stderr
+
+
+def test_debug_wait_records_failed_build(tmp_path):
+    repo = fake_repo(tmp_path, debugkernel_rc=3)
+    r, ran = check(repo, CGE_STAGES='debug',
+                   CGE_STRESS_FLAVOURS='6.1-rt,debug')
+    assert r.returncode == 1, r.stdout + r.stderr
+    log = repo / '.build/check/debugkernel.log'
+    assert str(log) in r.stderr and 'stub build' in log.read_text()
+    # The stock kernel's stress ran; the debug kernel's did not.
+    assert ran == ['stress 6.1-rt']
+    tsv, doc = timings(repo)
+    assert tsv == {'debug-wait': 3, 'debug': 1}
+    assert doc['stages']['debug-wait']['rc'] == 3
+
+
+def test_debug_wait_records_good_build(tmp_path):
+    repo = fake_repo(tmp_path)
+    r, ran = check(repo, CGE_STAGES='debug',
+                   CGE_STRESS_FLAVOURS='debug, 6.1-rt,6.12')
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert ran == ['stress 6.1-rt 6.12', 'stress debug']
+    tsv, _ = timings(repo)
+    assert tsv == {'debug-wait': 0, 'debug': 0}
+
+
+def test_stress_without_debug_kernel_builds_nothing(tmp_path):
+    repo = fake_repo(tmp_path, debugkernel_rc=3)
+    r, ran = check(repo, CGE_STAGES='debug', CGE_STRESS_FLAVOURS='6.1-rt')
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert ran == ['stress 6.1-rt']
+    assert not (repo / '.build/check/debugkernel.log').exists()
+    tsv, _ = timings(repo)
+    assert tsv == {'debug': 0}
+
+
+STUB = '#!/bin/sh\necho "$(basename "$0") $*" >> "$CALLS"\n'
+
+
+def deps(tmp_path, codename, qemu, policy=''):
+    """deps.sh with /etc/os-release and its apt source file redirected into
+    tmp_path, every package but QEMU installed, QEMU at version qemu, and
+    apt-cache policy printing policy; returns (result, calls, source)."""
+    b = tmp_path / 'bin'
+    b.mkdir()
+    os_release = tmp_path / 'os-release'
+    os_release.write_text(f'ID=debian\nVERSION_CODENAME={codename}\n')
+    src = tmp_path / 'bpo.sources'
+    script = (REPO / 'tests/deps.sh').read_text()
+    assert '/etc/os-release' in script
+    script = script.replace('/etc/os-release', str(os_release)).replace(
+        '/etc/apt/sources.list.d/cgroup-energy-bookworm-backports.sources',
+        str(src))
+    (tmp_path / 'deps.sh').write_text(script)
+    stubs = {
+        'dpkg-query': 'case "$*" in *qemu-system-x86*) case "$*" in '
+                      '*Status*) echo "install ok installed $QV" ;; '
+                      '*) echo "$QV" ;; esac ;; '
+                      '*) echo "install ok installed" ;; esac',
+        'id': 'echo 0',
+        'apt-get': ':',
+        'apt-cache': 'printf "%s\\n" "$POLICY"',
+    }
+    for name, body in stubs.items():
+        (b / name).write_text(STUB + body + '\n')
+        (b / name).chmod(0o755)
+    calls = tmp_path / 'calls'
+    env = dict(os.environ, PATH=f'{b}:{os.environ["PATH"]}', QV=qemu,
+               POLICY=policy, CALLS=str(calls))
+    r = subprocess.run(['/bin/sh', str(tmp_path / 'deps.sh')], env=env,
+                       capture_output=True, text=True, timeout=30)
+    return r, (calls.read_text().splitlines() if calls.exists() else []), src
+
+
+BPO_POLICY = (' 100 http://deb.debian.org/debian bookworm-backports/main '
+              'amd64 Packages\n     release o=Debian Backports,'
+              'a=oldstable-backports,n=bookworm-backports,l=Debian Backports,'
+              'c=main,b=amd64')
+
+
+def test_deps_old_qemu_elsewhere_refused(tmp_path):
+    r, calls, src = deps(tmp_path, 'trixie', '1:7.2+dfsg-7')
+    assert r.returncode == 1
+    assert 'QEMU >= 10.0 is needed' in r.stderr
+    assert 'tests/vm/repro/mttcg-int3/' in r.stderr
+    assert not [c for c in calls if c.startswith('apt')]
+    assert not src.exists()
+
+
+def test_deps_bookworm_adds_backports_when_policy_lacks_it(tmp_path):
+    r, calls, src = deps(tmp_path, 'bookworm', '1:7.2+dfsg-7',
+                         policy=BPO_POLICY.replace('bookworm-backports',
+                                                   'bookworm-updates'))
+    # The stubbed install leaves 7.2: deps.sh says so and fails.
+    assert r.returncode == 1 and 'QEMU >= 10.0 is needed' in r.stderr
+    assert 'Suites: bookworm-backports' in src.read_text()
+    assert calls.count('apt-get update -q') == 2
+    assert any('-t bookworm-backports qemu-system-x86' in c for c in calls)
+
+
+def test_deps_bookworm_keeps_existing_backports(tmp_path):
+    r, calls, src = deps(tmp_path, 'bookworm', '1:7.2+dfsg-7',
+                         policy=BPO_POLICY)
+    assert not src.exists()
+    assert calls.count('apt-get update -q') == 1
+    assert any('-t bookworm-backports qemu-system-x86' in c for c in calls)
