@@ -180,3 +180,14 @@ def test_update_pins_the_newest(monkeypatch, tmp_path):
 def test_update_refuses_unpinned_flavours():
     with pytest.raises(kernels.KernelError, match="'debug' is not pinned"):
         kernels.update_lock(['debug'])
+
+
+@pytest.mark.parametrize('text, says', [
+    ('[6.1]\nlinux-image-6.1.0-57-amd64 = 6.1.192-3\n', r'\[6.1\] has no kver'),
+    ('kver = 6.1.0-57-amd64\n', 'no section headers'),
+])
+def test_malformed_lock_is_a_kernel_error(tmp_path, text, says):
+    lock = tmp_path / 'kernels.lock'
+    lock.write_text(text)
+    with pytest.raises(kernels.KernelError, match=f'^{re.escape(str(lock))}: .*{says}'):
+        pins.read(lock)

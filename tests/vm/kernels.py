@@ -57,8 +57,7 @@ OTHER_FLAVOURS = ('debug',)
 APT_OPTS = ['-o', 'APT::Sandbox::User=root', '-q']
 
 
-class KernelError(RuntimeError):
-    pass
+KernelError = pins.KernelError      # one class, also in script mode (sid.py)
 
 
 @dataclass(frozen=True)
