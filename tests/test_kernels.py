@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: GPL-2.0
 """Host tests of the kernel pins (tests/vm/kernels.lock): the lock file, the
 choice between pin, cache and archive, with a fake apt (no archive needed)."""
+import os
 import re
+import time
 
 import pytest
 
@@ -191,3 +193,14 @@ def test_malformed_lock_is_a_kernel_error(tmp_path, text, says):
     lock.write_text(text)
     with pytest.raises(kernels.KernelError, match=f'^{re.escape(str(lock))}: .*{says}'):
         pins.read(lock)
+
+
+def test_lists_age_is_when_apt_wrote_them(monkeypatch, tmp_path):
+    """apt dates a list file with the server's Last-Modified: a list fetched
+    just now from a mirror pushed 5 h ago is fresh, not 5 h old."""
+    apt = kernels.Apt()
+    monkeypatch.setattr(apt, 'lists', lambda: tmp_path)
+    packages = tmp_path / 'deb.debian.org_debian_dists_bookworm_main_binary-amd64_Packages.lz4'
+    packages.touch()
+    os.utime(packages, (time.time() - 5 * 3600,) * 2)
+    assert apt.age() < 60

@@ -173,9 +173,17 @@ class Apt:
         return cache_dir() / '.apt-update.stamp'
 
     def age(self):
-        """Seconds since the lists last changed or we last refreshed them."""
+        """Seconds since apt last wrote a Packages list here or our last
+        successful `apt-get update`, whichever is later."""
+        # Not st_mtime: apt sets a list's mtime to the server's Last-Modified,
+        # so the fresh lists of a mirror pushed hours ago look hours old.  The
+        # ctime is when apt renamed the file into place (utime cannot set it).
+        # apt leaves unchanged lists alone, so an update that changed nothing
+        # shows only in our stamp, touched after each of our updates.
+        # pkgcache.bin is no clock: Debian's container images disable it
+        # (/etc/apt/apt.conf.d/docker-clean: Dir::Cache::pkgcache "").
         files = [*self.lists().glob('*_Packages*'), self.stamp()]
-        times = [p.stat().st_mtime for p in files if p.exists()]
+        times = [p.stat().st_ctime for p in files if p.exists()]
         return time.time() - max(times) if times else float('inf')
 
     def update(self):
