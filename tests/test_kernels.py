@@ -3,6 +3,7 @@
 choice between pin, cache and archive, with a fake apt (no archive needed)."""
 import os
 import re
+import subprocess
 import time
 
 import pytest
@@ -35,7 +36,7 @@ class FakeApt:
         raise AssertionError(f'unexpected apt-cache {cmd} {args}')
 
     def install(self, monkeypatch, apt):
-        def update():
+        def update(strict=False):
             self.updates += 1
             apt.updated = True
         monkeypatch.setattr(apt, 'query', self.query)
@@ -204,3 +205,73 @@ def test_lists_age_is_when_apt_wrote_them(monkeypatch, tmp_path):
     packages.touch()
     os.utime(packages, (time.time() - 5 * 3600,) * 2)
     assert apt.age() < 60
+
+
+class AptGet:
+    """A fake Apt.run for apt-get: each call takes the next (exit status,
+    stderr) of results, the last one for good."""
+    LOCKED = (100, 'E: Could not get lock /var/lib/apt/lists/lock. It is held '
+              'by process 4242 (apt-get)\nE: Unable to lock directory '
+              '/var/lib/apt/lists/\n')
+
+    def __init__(self, *results):
+        self.results, self.calls = list(results), []
+
+    def __call__(self, argv, cwd=None):
+        self.calls.append(argv)
+        rc, err = self.results.pop(0) if len(self.results) > 1 else self.results[0]
+        return subprocess.CompletedProcess(argv, rc, '', err)
+
+
+def _real_update(monkeypatch, *results, age=7 * 3600):
+    """kernels.HOST with apt-get faked: runs as root, lists `age` s old."""
+    apt_get = AptGet(*results)
+    monkeypatch.setattr(kernels.HOST, 'run', apt_get)
+    monkeypatch.setattr(kernels.HOST, 'updated', False)
+    monkeypatch.setattr(kernels.HOST, 'age', lambda: age)
+    monkeypatch.setattr(kernels.os, 'geteuid', lambda: 0)
+    monkeypatch.setattr(kernels, 'LISTS_LOCK_POLL', 0)
+    return apt_get
+
+
+def test_failed_update_is_an_error_for_kernels_update(monkeypatch):
+    _real_update(monkeypatch, (100, 'E: The repository x no longer has a Release file.\n'))
+    with pytest.raises(kernels.KernelError,
+                       match='apt-get update failed in the host:\nE: The repository x'):
+        kernels.archive_newest('6.1', kernels.HOST, lambda: '6.1.0-99-amd64')
+    assert not kernels.HOST.stamp().exists()
+
+
+def test_failed_stale_refresh_goes_on_with_the_lists(monkeypatch, capsys):
+    apt_get = _real_update(monkeypatch, (100, 'W: x\nE: Release file expired\n'))
+    monkeypatch.setattr(kernels.HOST, 'query', FakeApt(_archive(_pin('6.1')), {}).query)
+    assert kernels.resolve('6.1') == _pin('6.1').kver
+    assert len(apt_get.calls) == 1 and not kernels.HOST.stamp().exists()
+    assert capsys.readouterr().err == (
+        'kernels: running apt-get update in the host\n'
+        'kernels: apt-get update failed in the host (E: Release file expired); '
+        'going on with the lists as they are\n')
+
+
+def test_update_waits_for_the_lists_lock(monkeypatch, capsys):
+    apt_get = _real_update(monkeypatch, AptGet.LOCKED, AptGet.LOCKED, (0, ''))
+    kernels.HOST.update(strict=True)
+    assert len(apt_get.calls) == 3 and kernels.HOST.stamp().exists()
+    assert 'waiting up to 120 s' in capsys.readouterr().err
+
+
+def test_update_gives_up_on_a_held_lists_lock(monkeypatch):
+    apt_get = _real_update(monkeypatch, AptGet.LOCKED)
+    monkeypatch.setattr(kernels, 'LISTS_LOCK_WAIT', 0.05)
+    monkeypatch.setattr(kernels, 'LISTS_LOCK_POLL', 0.01)
+    with pytest.raises(kernels.KernelError, match='Could not get lock'):
+        kernels.HOST.update(strict=True)
+    assert len(apt_get.calls) > 1 and not kernels.HOST.stamp().exists()
+
+
+def test_download_as_non_root_says_update_needs_root(monkeypatch, tmp_path):
+    monkeypatch.setattr(kernels.HOST, 'run', AptGet((100, 'E: 404 Not Found\n')))
+    monkeypatch.setattr(kernels.os, 'geteuid', lambda: 1000)
+    with pytest.raises(kernels.KernelError,
+                       match='apt-get update needs root\\):\nE: 404 Not Found'):
+        kernels.HOST.download(['linux-image-6.1.0-57-amd64=6.1.192-3'], tmp_path)

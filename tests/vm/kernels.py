@@ -148,7 +148,14 @@ def locked(path):
 # Debian's mirrors are pushed four times a day: lists older than that may name
 # files the mirror has dropped and miss the versions a fresh lock pins.
 LISTS_MAX_AGE = float(os.environ.get('CGE_APT_LISTS_MAX_AGE', 6 * 3600))
-LOCK_WAIT = ['-o', 'DPkg::Lock::Timeout=120']   # a concurrent apt-get update
+# `apt-get update` does not wait for the lists lock (/var/lib/apt/lists/lock)
+# that another apt (apt-daily, a user) holds: it exits 100 at once with "Could
+# not get lock", DPkg::Lock::Timeout or not.  That option is the wait for
+# dpkg's locks, which apt-get update does not take (apt 2.6: it is in no man
+# page, only in configure-index under dpkg::; apt(8), not apt-get, sets it to
+# 120 by default, Binary::apt::DPkg::Lock::Timeout).  So we retry.
+LISTS_LOCK_WAIT = 120           # seconds, in all
+LISTS_LOCK_POLL = 5
 
 
 class Apt:
@@ -157,7 +164,8 @@ class Apt:
     where = 'the host'
 
     def __init__(self):
-        self.updated = False
+        self.updated = False        # apt-get update tried in this process
+        self.failed = None          # its stderr if it failed
 
     def run(self, argv, cwd=None):
         return _run(argv, cwd=cwd)
@@ -179,32 +187,66 @@ class Apt:
         # so the fresh lists of a mirror pushed hours ago look hours old.  The
         # ctime is when apt renamed the file into place (utime cannot set it).
         # apt leaves unchanged lists alone, so an update that changed nothing
-        # shows only in our stamp, touched after each of our updates.
+        # shows only in our stamp, touched after each of ours that succeeded.
         # pkgcache.bin is no clock: Debian's container images disable it
         # (/etc/apt/apt.conf.d/docker-clean: Dir::Cache::pkgcache "").
         files = [*self.lists().glob('*_Packages*'), self.stamp()]
         times = [p.stat().st_ctime for p in files if p.exists()]
         return time.time() - max(times) if times else float('inf')
 
-    def update(self):
-        """Run `apt-get update` at most once per process."""
-        if self.updated:
-            return
-        self.updated = True
+    def update(self, strict=False):
+        """Run `apt-get update` (root only) at most once per process.  If it
+        fails, strict (kernels-update) raises KernelError with apt's stderr;
+        else one line on stderr, and the lists stay as they are."""
         if os.geteuid() != 0:
-            raise KernelError('the apt lists lack a needed package and only '
-                              'root can run apt-get update: run `apt-get '
-                              'update` as root')
+            raise KernelError(f'the apt lists of {self.where} need an '
+                              '`apt-get update`, and only root can run it: '
+                              'run as root')
+        if not self.updated:
+            self.updated = True
+            self.failed = self._update()
+            if self.failed and not strict:
+                log(f'apt-get update failed in {self.where} '
+                    f'({_first_error(self.failed)}); going on with the '
+                    'lists as they are')
+        if self.failed and strict:
+            raise KernelError(f'apt-get update failed in {self.where}:\n'
+                              f'{self.failed}')
+
+    def _update(self):
+        """apt-get update under our lock, unless a concurrent run of ours
+        just did it; the stamp is touched if it succeeds.  Returns None, or
+        apt's stderr if it failed."""
         with locked(self.stamp().with_suffix('.lock')):
             if self.age() < 60:                 # a concurrent run just did
-                return
+                return None
             log(f'running apt-get update in {self.where}')
-            # Unreachable third-party sources make it exit non-zero: ignore,
-            # the retried query says whether Debian's lists arrived.
-            self.run(['apt-get', *APT_OPTS, *LOCK_WAIT, 'update'])
+            r = self._apt_get_update()
+            # An unreachable source is a warning (exit 0); errors (a held
+            # lock, a bad signature, a Release file gone) exit 100.
+            if r.returncode != 0:
+                return r.stderr.strip() or f'exit status {r.returncode}'
             self.stamp().touch()
+            return None
+
+    def _apt_get_update(self):
+        """`apt-get update`, retried every LISTS_LOCK_POLL s while another
+        apt holds the lists lock, for up to LISTS_LOCK_WAIT s; the last
+        CompletedProcess."""
+        cmd = ['apt-get', *APT_OPTS, 'update']
+        r = self.run(cmd)
+        if _lists_locked(r):
+            log(f'another apt holds the apt lists lock in {self.where}; '
+                f'waiting up to {LISTS_LOCK_WAIT:.0f} s')
+        deadline = time.monotonic() + LISTS_LOCK_WAIT
+        while _lists_locked(r) and time.monotonic() < deadline:
+            time.sleep(LISTS_LOCK_POLL)
+            r = self.run(cmd)
+        return r
 
     def refresh_if_stale(self):
+        """apt-get update (if root) when the lists are older than
+        LISTS_MAX_AGE; a failure is one line on stderr."""
         if self.age() > LISTS_MAX_AGE and os.geteuid() == 0:
             self.update()
 
@@ -240,14 +282,30 @@ class Apt:
                                out, re.M))
 
     def download(self, specs, dest):
+        """apt-get download specs into dest; if it fails, once more after an
+        apt-get update (root only)."""
         cmd = ['apt-get', *APT_OPTS, 'download', *specs]
         r = self.run(cmd, cwd=self.inside(dest))
-        if r.returncode != 0:
+        root = os.geteuid() == 0
+        if r.returncode != 0 and root:
             self.update()
             r = self.run(cmd, cwd=self.inside(dest))
         if r.returncode != 0:
-            raise KernelError(f'{" ".join(cmd)} failed in {self.where}:\n'
-                              f'{r.stderr.strip()}')
+            why = '' if root else (' (not root: the apt lists were not '
+                                   'refreshed, apt-get update needs root)')
+            raise KernelError(f'{" ".join(cmd)} failed in {self.where}'
+                              f'{why}:\n{r.stderr.strip()}')
+
+
+def _lists_locked(r):
+    """Did apt-get fail because another apt holds the lists lock?"""
+    return r.returncode != 0 and '/lists/lock' in r.stderr
+
+
+def _first_error(stderr):
+    """apt's first `E:` line (else its last line), for one-line messages."""
+    lines = stderr.splitlines()
+    return next((x for x in lines if x.startswith('E:')), lines[-1])
 
 
 HOST = Apt()
@@ -273,7 +331,7 @@ def newest(flavour, apt=HOST):
 def _no_kernel(flavour, apt):
     return KernelError(f'cannot resolve flavour {flavour}: the apt lists of '
                        f'{apt.where} name no kernel of it (is the suite in '
-                       'the apt sources, and did apt-get update run?)')
+                       'the apt sources, and did apt-get update run as root?)')
 
 
 def newest_or_last(flavour, apt, find):
@@ -360,8 +418,9 @@ def pin_of(apt, kver, names):
 
 
 def archive_newest(flavour, apt, find):
-    """find()'s kver after an `apt-get update`; no fallback (for pinning)."""
-    apt.update()
+    """find()'s kver after an `apt-get update` (its failure is an error); no
+    fallback (for pinning)."""
+    apt.update(strict=True)
     kver = find()
     if not kver:
         raise _no_kernel(flavour, apt)
