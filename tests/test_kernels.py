@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0
 """Host tests of the kernel pins (tests/vm/kernels.lock): the lock file, the
 choice between pin, cache and archive, with a fake apt (no archive needed)."""
+import json
 import os
 import re
 import subprocess
@@ -23,8 +24,10 @@ class FakeApt:
 
     def __init__(self, archive, depends, age=0.0):
         self.archive, self.deps, self.age, self.updates = archive, depends, age, 0
+        self.asked = []
 
     def query(self, cmd, *args):
+        self.asked.append((cmd, *args))
         if cmd == 'madison':
             return ''.join(f'{n} | {v} | fake\n' for n in args
                            for v in self.archive.get(n, ()))
@@ -65,15 +68,25 @@ def _archive(pin):
     return {n: [v] for n, v in pin.packages.items()}
 
 
-def _cache(flavour, kver):
-    """Put kver in the cache as fetch() leaves it (sid: headers in the chroot)."""
+def _cache(flavour, kver, version=None):
+    """Put kver in the cache as fetch() leaves it (sid: headers in the
+    chroot): the packages of the flavour's pin, at version if given."""
+    pin = _pin(flavour)
+    versions = {n.replace(pin.kver, kver): version or v
+                for n, v in pin.packages.items()}
+    headers = f'linux-headers-{kver}'
+    debs = [f'{n}_{v}_amd64.deb' for n, v in versions.items()
+            if flavour != 'sid' or n != headers]
     d = kernels.kernels_dir() / kver
     d.mkdir(parents=True)
-    (d / 'meta.json').write_text('{}\n')
+    (d / 'meta.json').write_text(json.dumps({'kver': kver, 'debs': debs}))
     if flavour == 'sid':
-        headers = sid.chroot_dir() / 'usr/src' / f'linux-headers-{kver}'
-        headers.mkdir(parents=True)
-        (headers / 'Makefile').touch()
+        (sid.chroot_dir() / 'usr/src' / headers).mkdir(parents=True)
+        (sid.chroot_dir() / 'usr/src' / headers / 'Makefile').touch()
+        (sid.chroot_dir() / 'var/lib/dpkg').mkdir(parents=True)
+        (sid.chroot_dir() / 'var/lib/dpkg/status').write_text(
+            f'Package: {headers}\nStatus: install ok installed\n'
+            f'Version: {versions[headers]}\n\n')
 
 
 def test_lock_names_every_flavour():
@@ -275,3 +288,48 @@ def test_download_as_non_root_says_update_needs_root(monkeypatch, tmp_path):
     with pytest.raises(kernels.KernelError,
                        match='apt-get update needs root\\):\nE: 404 Not Found'):
         kernels.HOST.download(['linux-image-6.1.0-57-amd64=6.1.192-3'], tmp_path)
+
+
+@pytest.mark.parametrize('flavour', SERIES)
+def test_cache_of_other_versions_asks_apt(monkeypatch, flavour):
+    """A cached kver unpacked from other package versions is not the pin."""
+    pin = _pin(flavour)
+    _cache(flavour, pin.kver, version='0.0-1')
+    fake = FakeApt(_archive(pin), {})
+    fake.install(monkeypatch, SERIES[flavour][0])
+    assert kernels._choice(flavour) == (pin.kver, pin)
+    assert fake.asked, 'the pin was looked up in the apt lists'
+
+
+def _fake_unpack_tools(monkeypatch, pin):
+    """dpkg-deb -x and depmod faked: the .debs of pin 'unpack'."""
+    debs = [f'{n}_{v}_amd64.deb' for n, v in pin.packages.items()]
+    monkeypatch.setattr(kernels, '_unpack_debs', lambda d, root: debs)
+    monkeypatch.setattr(kernels, '_run', lambda cmd, cwd=None:
+                        subprocess.CompletedProcess(cmd, 0, '', ''))
+
+
+def test_cache_of_other_versions_is_fetched_again(monkeypatch, capsys):
+    pin = _pin('6.1')
+    _cache('6.1', pin.kver, version='6.1.192-2')
+    _fake_unpack_tools(monkeypatch, pin)
+    got = []
+    kernels.unpack(pin.kver, lambda tmp: got.append(tmp) or tmp,
+                   lambda root: None, pin.packages)
+    assert got and kernels.cached(pin.kver, pin.packages)
+    assert capsys.readouterr().err.startswith(
+        f'kernels: {pin.kver}: the cache holds linux-image-{pin.kver} '
+        f'6.1.192-2 (pinned {pin.version}), ')
+
+
+def test_sid_headers_of_other_version_are_replaced(monkeypatch, capsys):
+    pin = _pin('sid')
+    _cache('sid', pin.kver, version='0.0-1')
+    calls = []
+    monkeypatch.setattr(sid, '_apt', lambda *args, check=True: calls.append(args)
+                        or subprocess.CompletedProcess(args, 0, '', ''))
+    sid.install_headers(pin.kver, pin)
+    spec = f'linux-headers-{pin.kver}={pin.packages[f"linux-headers-{pin.kver}"]}'
+    assert calls == [('install', '--allow-downgrades', spec)]
+    assert capsys.readouterr().err == (f'sid: installing {spec} in the sid '
+                                       'chroot (replacing 0.0-1)\n')

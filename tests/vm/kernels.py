@@ -11,10 +11,11 @@ of "all": debug, a KASAN/lockdep kernel built from linux-source-6.1
 
 The kernel of each flavour is pinned in tests/vm/kernels.lock (pins.py: the
 kernel release and the exact Debian package versions), so a commit always
-tests the same kernels.  choose() takes the pin when it is in the cache (apt
-is not asked) or still in the archive; when it has left both, the newest of
-the series (meta package -> linux-image-<kver>) with one line on stderr.  The
-apt lists are refreshed (`apt-get update`, at most once per process) when
+tests the same kernels.  choose() takes the pin when it is in the cache at
+the pinned versions (apt is not asked; a cache of other versions is fetched
+again, with one line on stderr) or still in the archive; when it has left
+both, the newest of the series (meta package -> linux-image-<kver>) with one
+line on stderr.  The apt lists are refreshed (`apt-get update`, at most once per process) when
 older than CGE_APT_LISTS_MAX_AGE seconds (6 h: the mirrors are pushed four
 times a day) or when they lack the pin.  `make kernels-update` (--update) pins
 the newest of each flavour.  linux-image, linux-headers and their
@@ -38,6 +39,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import unquote
 
 try:
     from . import pins
@@ -311,9 +313,30 @@ def _first_error(stderr):
 HOST = Apt()
 
 
-def cached(kver):
-    """Is kver complete in the cache?"""
-    return (kernels_dir() / kver / 'meta.json').exists()
+def cached_versions(kver):
+    """{package: Debian version} unpacked into the cache for kver (meta.json's
+    debs, named <name>_<version>_<arch>.deb by apt-get download), or None if
+    kver is not complete in the cache."""
+    meta = kernels_dir() / kver / 'meta.json'
+    if not meta.exists():
+        return None
+    debs = json.loads(meta.read_text()).get('debs', [])
+    return {m[1]: unquote(m[2]) for m in
+            (re.fullmatch(r'([^_]+)_([^_]+)_[^_]+\.deb', d) for d in debs) if m}
+
+
+def differences(have, want):
+    """'name version (pinned version)' for each package of want ({name:
+    version}) that have lacks or holds at another version."""
+    return [f'{n} {have.get(n, "none")} (pinned {v})'
+            for n, v in want.items() if have.get(n) != v]
+
+
+def cached(kver, want=None):
+    """Is kver complete in the cache and, if want ({package: version}) is
+    given, unpacked from exactly those versions?"""
+    have = cached_versions(kver)
+    return have is not None and not differences(have, want or {})
 
 
 def newest(flavour, apt=HOST):
@@ -358,7 +381,7 @@ def _offered(apt, pin):
 
 def _choose(flavour, apt, is_cached, find):
     pin = pins.read().get(flavour)
-    if pin and is_cached(pin.kver):
+    if pin and is_cached(pin):
         return pin.kver, pin                    # apt is not asked at all
     apt.refresh_if_stale()
     if pin and _offered(apt, pin):
@@ -375,7 +398,7 @@ _chosen = {}
 
 def choose(flavour, apt, is_cached, find):
     """(kver, Pin or None) of a flavour, once per process: the pin of
-    kernels.lock when is_cached(kver) (apt is not asked) or when the archive
+    kernels.lock when is_cached(pin) (apt is not asked) or when the archive
     still has its packages; else the newest of the series, find(), said in
     one line on stderr.  Stale lists are refreshed before apt is asked."""
     if flavour not in _chosen:
@@ -387,7 +410,8 @@ def _choice(flavour):
     _check_flavour(flavour)
     if flavour == 'sid':
         return _sibling('sid').choice()
-    return choose(flavour, HOST, cached, lambda: newest(flavour))
+    return choose(flavour, HOST, lambda pin: cached(pin.kver, pin.packages),
+                  lambda: newest(flavour))
 
 
 def resolve(flavour):
@@ -497,18 +521,24 @@ def _unpack_debs(debs, root):
     return [f.name for f in files]
 
 
-def unpack(kver, get_debs, finish):
+def unpack(kver, get_debs, finish, want=None):
     """Make $CGE_CACHE/kernels/<kver> exist, complete, once (file lock):
     get_debs(tmp) downloads the .debs and returns their directory, they are
     unpacked into root/, finish(root) fixes the tree up, depmod runs, and the
-    tree is renamed into place.  Returns its path."""
+    tree is renamed into place.  A cache unpacked from other versions than
+    want ({package: version}, a pin's) is replaced, said in one line on
+    stderr.  Returns its path."""
     kd = kernels_dir()
     dest = kd / kver
-    if cached(kver):
+    if cached(kver, want):
         return dest
     with locked(kd / f'.{kver}.lock'):
-        if cached(kver):
+        if cached(kver, want):
             return dest
+        have = cached_versions(kver)
+        if have is not None:
+            log(f'{kver}: the cache holds '
+                f'{", ".join(differences(have, want))}; fetching again')
         for stale in kd.glob(f'.{kver}.tmp*'):      # interrupted earlier runs
             shutil.rmtree(stale, ignore_errors=True)
         t0 = time.monotonic()
@@ -537,7 +567,8 @@ def unpack(kver, get_debs, finish):
 
 def fetch(kver, pin=None):
     """The cache directory of kver; fetched (the pin's exact versions if
-    given) and unpacked if needed."""
+    given: a cache of other versions is fetched again) and unpacked if
+    needed."""
     def get_debs(tmp):
         debs = tmp / 'debs'
         debs.mkdir()
@@ -545,7 +576,8 @@ def fetch(kver, pin=None):
         log(f'fetching {" ".join(specs)}')
         HOST.download(specs, debs)
         return debs
-    return unpack(kver, get_debs, lambda root: _fix_headers(root, kver))
+    return unpack(kver, get_debs, lambda root: _fix_headers(root, kver),
+                  pin.packages if pin else None)
 
 
 def kernel(flavour):
