@@ -5,7 +5,9 @@ import json
 import os
 import re
 import subprocess
+import tempfile
 import time
+from pathlib import Path
 
 import pytest
 
@@ -333,3 +335,58 @@ def test_sid_headers_of_other_version_are_replaced(monkeypatch, capsys):
     assert calls == [('install', '--allow-downgrades', spec)]
     assert capsys.readouterr().err == (f'sid: installing {spec} in the sid '
                                        'chroot (replacing 0.0-1)\n')
+
+
+def test_pin_gone_before_download_falls_back(monkeypatch, tmp_path, capsys):
+    """The lists name the pin, but the archive dropped it since: apt-get
+    download fails, and the newest of the series is fetched instead."""
+    pin, kver = _pin('6.1'), '6.1.0-99-amd64'
+    FakeApt({**_archive(pin), f'linux-image-{kver}': ['6.1.999-1']},
+            {'linux-image-amd64': [f'linux-image-{kver}'],
+             f'linux-headers-{kver}': ['linux-kbuild-6.1']}
+            ).install(monkeypatch, kernels.HOST)
+    gone = "E: Can't find a source to download version '6.1.192-3'\n"
+    apt_get = AptGet((100, gone), (100, gone), (0, ''))
+    monkeypatch.setattr(kernels.HOST, 'run', apt_get)
+    monkeypatch.setattr(kernels.os, 'geteuid', lambda: 0)
+
+    def unpack(kver, get_debs, finish, want=None):
+        get_debs(Path(tempfile.mkdtemp(dir=tmp_path)))
+        return kernels.kernels_dir() / kver
+    monkeypatch.setattr(kernels, 'unpack', unpack)
+    assert kernels.kernel('6.1').kver == kver
+    assert apt_get.calls[-1][-3:] == [f'linux-image-{kver}',
+                                      f'linux-headers-{kver}', 'linux-kbuild-6.1']
+    assert capsys.readouterr().err.splitlines()[1:] == [
+        f'kernels: 6.1: pinned {pin.kver} ({pin.version}) is no longer in the '
+        f'archive ({gone.strip()}); using {kver} (make kernels-update pins it)',
+        f'kernels: fetching linux-image-{kver} linux-headers-{kver} linux-kbuild-6.1']
+    assert kernels.resolve('6.1') == kver
+
+
+def test_fallback_to_the_last_used_is_one_line(monkeypatch, capsys):
+    FakeApt({}, {}).install(monkeypatch, kernels.HOST)
+    (kernels.kernels_dir() / '6.1.kver').write_text('6.1.0-1-amd64\n')
+    assert kernels.resolve('6.1') == '6.1.0-1-amd64'
+    assert capsys.readouterr().err == (
+        f'kernels: 6.1: pinned {_pin("6.1").kver} ({_pin("6.1").version}) is '
+        'no longer in the archive, and the apt lists of the host name no '
+        'kernel of it; using the last one used, 6.1.0-1-amd64\n')
+
+
+def test_sid_pin_gone_before_download_falls_back(monkeypatch, capsys):
+    apt, meta, dep = SERIES['sid']
+    kver = dep.removeprefix('linux-headers-')
+    FakeApt({**_archive(_pin('sid')), dep: ['9.9.9-1']},
+            {meta: [dep]}).install(monkeypatch, apt)
+
+    def fetch_image(kver, pin):
+        if pin:
+            raise kernels.DownloadError('apt-get download failed:\nE: 404 Not Found')
+        return kernels.kernels_dir() / kver
+    monkeypatch.setattr(sid, 'fetch_image', fetch_image)
+    monkeypatch.setattr(sid, 'install_headers', lambda kver, pin: None)
+    assert sid.kernel().kver == kver
+    assert capsys.readouterr().err.endswith(
+        f'is no longer in the archive (E: 404 Not Found); using {kver} '
+        '(make kernels-update pins it)\n')

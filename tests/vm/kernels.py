@@ -62,6 +62,10 @@ APT_OPTS = ['-o', 'APT::Sandbox::User=root', '-q']
 KernelError = pins.KernelError      # one class, also in script mode (sid.py)
 
 
+class DownloadError(KernelError):
+    """apt could not fetch a package (gone from the archive, or the network)."""
+
+
 @dataclass(frozen=True)
 class Kernel:
     flavour: str
@@ -295,8 +299,8 @@ class Apt:
         if r.returncode != 0:
             why = '' if root else (' (not root: the apt lists were not '
                                    'refreshed, apt-get update needs root)')
-            raise KernelError(f'{" ".join(cmd)} failed in {self.where}'
-                              f'{why}:\n{r.stderr.strip()}')
+            raise DownloadError(f'{" ".join(cmd)} failed in {self.where}'
+                                f'{why}:\n{r.stderr.strip()}')
 
 
 def _lists_locked(r):
@@ -358,16 +362,26 @@ def _no_kernel(flavour, apt):
 
 
 def newest_or_last(flavour, apt, find):
+    """(find()'s kver, False), else (the last kver used, True)."""
     kver = find()
     if kver:
-        return kver
+        return kver, False
     last = kernels_dir() / f'{flavour}.kver'
     if last.exists():
-        kver = last.read_text().strip()
-        log(f'{flavour}: the apt lists of {apt.where} name no kernel of it; '
-            f'using the last one used, {kver}')
-        return kver
+        return last.read_text().strip(), True
     raise _no_kernel(flavour, apt)
+
+
+def fall_back(flavour, apt, find, was):
+    """(kver, None) of the newest of the series (else the last one used),
+    said in one line on stderr after was, why the pin is not used."""
+    kver, last = newest_or_last(flavour, apt, find)
+    if last:
+        log(f'{flavour}: {was}, and the apt lists of {apt.where} name no '
+            f'kernel of it; using the last one used, {kver}')
+    else:
+        log(f'{flavour}: {was}; using {kver} (make kernels-update pins it)')
+    return kver, None
 
 
 def _offered(apt, pin):
@@ -386,11 +400,9 @@ def _choose(flavour, apt, is_cached, find):
     apt.refresh_if_stale()
     if pin and _offered(apt, pin):
         return pin.kver, pin
-    kver = newest_or_last(flavour, apt, find)
-    was = (f'pinned {pin.kver} ({pin.version}) is no longer in the archive'
-           if pin else f'no pin in {pins.LOCK.name}')
-    log(f'{flavour}: {was}; using {kver} (make kernels-update pins it)')
-    return kver, None
+    return fall_back(flavour, apt, find,
+                     f'pinned {pin.kver} ({pin.version}) is no longer in the '
+                     'archive' if pin else f'no pin in {pins.LOCK.name}')
 
 
 _chosen = {}
@@ -406,12 +418,34 @@ def choose(flavour, apt, is_cached, find):
     return _chosen[flavour]
 
 
+def fetch_chosen(flavour, apt, is_cached, find, get):
+    """(kver, get(kver, pin)) of choose()'s kernel.  When apt cannot fetch a
+    pinned package (it left the archive after the lists were read), the
+    newest of the series instead, said in one line on stderr as choose()
+    does (and remembered by it)."""
+    kver, pin = choose(flavour, apt, is_cached, find)
+    try:
+        return kver, get(kver, pin)
+    except DownloadError as e:
+        if pin is None:
+            raise
+        kver, pin = _chosen[flavour] = fall_back(
+            flavour, apt, find, f'pinned {pin.kver} ({pin.version}) is no '
+            f'longer in the archive ({_first_error(str(e))})')
+        return kver, get(kver, pin)
+
+
+def _host(flavour):
+    """choose()'s arguments for a Debian 12 flavour."""
+    return (flavour, HOST, lambda pin: cached(pin.kver, pin.packages),
+            lambda: newest(flavour))
+
+
 def _choice(flavour):
     _check_flavour(flavour)
     if flavour == 'sid':
         return _sibling('sid').choice()
-    return choose(flavour, HOST, lambda pin: cached(pin.kver, pin.packages),
-                  lambda: newest(flavour))
+    return choose(*_host(flavour))
 
 
 def resolve(flavour):
@@ -587,8 +621,8 @@ def kernel(flavour):
         return _sibling('sid').kernel()
     if flavour == 'debug':
         return _sibling('debugkernel').kernel()
-    kver, pin = _choice(flavour)
-    k = Kernel(flavour, kver, fetch(kver, pin))
+    kver, d = fetch_chosen(*_host(flavour), fetch)
+    k = Kernel(flavour, kver, d)
     (kernels_dir() / f'{flavour}.kver').write_text(kver + '\n')
     return k
 

@@ -247,7 +247,11 @@ def install_headers(kver, pin=None):
     r = _apt('install', '--allow-downgrades', spec, check=False)
     if r.returncode != 0:
         APT_SID.update()
-        _apt('install', '--allow-downgrades', spec)
+        r = _apt('install', '--allow-downgrades', spec, check=False)
+    if r.returncode != 0:
+        raise kernels.DownloadError(
+            f'apt-get install {spec} failed in the sid chroot:\n'
+            f'{(r.stdout + r.stderr).strip()[-3000:]}')
 
 
 def _usr_merged(root, kver):
@@ -272,11 +276,17 @@ def fetch_image(kver, pin=None):
                           _image_versions(pin) if pin else None)
 
 
-def kernel():
-    """Resolve, fetch and prepare the sid kernel; a kernels.Kernel."""
-    kver, pin = choice()
+def _fetch(kver, pin):
+    """The image unpacked (its cache directory) and the headers installed."""
     d = fetch_image(kver, pin)
     install_headers(kver, pin)
+    return d
+
+
+def kernel():
+    """Resolve, fetch and prepare the sid kernel; a kernels.Kernel.  A pin
+    that apt cannot fetch gives way to the newest (kernels.fetch_chosen)."""
+    kver, d = kernels.fetch_chosen('sid', APT_SID, _cached, newest, _fetch)
     (kernels.kernels_dir() / 'sid.kver').write_text(kver + '\n')
     return kernels.Kernel('sid', kver, d, chroot=chroot_dir())
 
