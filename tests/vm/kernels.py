@@ -14,13 +14,17 @@ kernel release and the exact Debian package versions), so a commit always
 tests the same kernels.  choose() takes the pin when it is in the cache at
 the pinned versions (apt is not asked; a cache of other versions is fetched
 again, with one line on stderr) or still in the archive; when it has left
-both, the newest of the series (meta package -> linux-image-<kver>) with one
-line on stderr.  The apt lists are refreshed (`apt-get update`, at most once per process) when
+both, or apt cannot download it (fetch_chosen()), the newest of the series
+(meta package -> linux-image-<kver>) with one line on stderr.  The apt lists
+are refreshed (`apt-get update`, root only, at most once per process) when
 older than CGE_APT_LISTS_MAX_AGE seconds (6 h: the mirrors are pushed four
-times a day) or when they lack the pin.  `make kernels-update` (--update) pins
-the newest of each flavour.  linux-image, linux-headers and their
--common and linux-kbuild dependencies are fetched with `apt-get download` and
-unpacked with `dpkg-deb -x` into $CGE_CACHE/kernels/<kver>/root/ (default cache
+times a day; the age is when apt last wrote them here) or when they lack the
+pin; it waits up to 120 s for another apt's lists lock, and its failure is
+one line on stderr (the lists stay as they are).  `make kernels-update`
+(--update) runs apt-get update (its failure is an error) and pins the newest
+of each flavour.  linux-image, linux-headers and their -common and
+linux-kbuild dependencies are fetched with `apt-get download` and unpacked
+with `dpkg-deb -x` into $CGE_CACHE/kernels/<kver>/root/ (default cache
 /var/cache/cgroup-energy).  The unpack happens in a temporary directory that is
 renamed into place, so an interrupted run never leaves a half cache.
 
@@ -325,8 +329,8 @@ def cached_versions(kver):
     if not meta.exists():
         return None
     debs = json.loads(meta.read_text()).get('debs', [])
-    return {m[1]: unquote(m[2]) for m in
-            (re.fullmatch(r'([^_]+)_([^_]+)_[^_]+\.deb', d) for d in debs) if m}
+    names = (re.fullmatch(r'([^_]+)_([^_]+)_[^_]+\.deb', d) for d in debs)
+    return {m[1]: unquote(m[2]) for m in names if m}
 
 
 def differences(have, want):

@@ -28,8 +28,8 @@ modules and linux-headers package versions) and chosen by kernels.choose():
 pinned and cached at the pinned versions (image unpacked, headers installed
 in the chroot; other versions are replaced) -> no apt at all; else the
 chroot's apt lists, refreshed once when stale or when they lack the pin; a
-pin gone from sid falls back to the newest (meta package linux-headers-amd64)
-with one line on stderr.
+pin gone from sid (from the lists, or when apt cannot fetch it) falls back to
+the newest (meta package linux-headers-amd64) with one line on stderr.
 
 CLI: sid.py [--resolve]   (prints the kver and the cache directory)
 """
@@ -172,7 +172,7 @@ def _headers(kver):
 
 
 def _image_versions(pin):
-    """{package: version} of the pin but its headers (those go in the chroot)."""
+    """{package: version} of the pin but the headers (they go in the chroot)."""
     return {n: v for n, v in pin.packages.items() if n != _headers(pin.kver)}
 
 
