@@ -1,7 +1,13 @@
 # SPDX-License-Identifier: GPL-2.0
 """Host tests of the kernel pins (tests/vm/kernels.lock): the lock file, the
 choice between pin, cache and archive, with a fake apt (no archive needed)."""
+import json
+import os
 import re
+import subprocess
+import tempfile
+import time
+from pathlib import Path
 
 import pytest
 
@@ -20,8 +26,10 @@ class FakeApt:
 
     def __init__(self, archive, depends, age=0.0):
         self.archive, self.deps, self.age, self.updates = archive, depends, age, 0
+        self.asked = []
 
     def query(self, cmd, *args):
+        self.asked.append((cmd, *args))
         if cmd == 'madison':
             return ''.join(f'{n} | {v} | fake\n' for n in args
                            for v in self.archive.get(n, ()))
@@ -33,7 +41,7 @@ class FakeApt:
         raise AssertionError(f'unexpected apt-cache {cmd} {args}')
 
     def install(self, monkeypatch, apt):
-        def update():
+        def update(strict=False):
             self.updates += 1
             apt.updated = True
         monkeypatch.setattr(apt, 'query', self.query)
@@ -62,15 +70,25 @@ def _archive(pin):
     return {n: [v] for n, v in pin.packages.items()}
 
 
-def _cache(flavour, kver):
-    """Put kver in the cache as fetch() leaves it (sid: headers in the chroot)."""
+def _cache(flavour, kver, version=None):
+    """Put kver in the cache as fetch() leaves it (sid: headers in the
+    chroot): the packages of the flavour's pin, at version if given."""
+    pin = _pin(flavour)
+    versions = {n.replace(pin.kver, kver): version or v
+                for n, v in pin.packages.items()}
+    headers = f'linux-headers-{kver}'
+    debs = [f'{n}_{v}_amd64.deb' for n, v in versions.items()
+            if flavour != 'sid' or n != headers]
     d = kernels.kernels_dir() / kver
     d.mkdir(parents=True)
-    (d / 'meta.json').write_text('{}\n')
+    (d / 'meta.json').write_text(json.dumps({'kver': kver, 'debs': debs}))
     if flavour == 'sid':
-        headers = sid.chroot_dir() / 'usr/src' / f'linux-headers-{kver}'
-        headers.mkdir(parents=True)
-        (headers / 'Makefile').touch()
+        (sid.chroot_dir() / 'usr/src' / headers).mkdir(parents=True)
+        (sid.chroot_dir() / 'usr/src' / headers / 'Makefile').touch()
+        (sid.chroot_dir() / 'var/lib/dpkg').mkdir(parents=True)
+        (sid.chroot_dir() / 'var/lib/dpkg/status').write_text(
+            f'Package: {headers}\nStatus: install ok installed\n'
+            f'Version: {versions[headers]}\n\n')
 
 
 def test_lock_names_every_flavour():
@@ -180,3 +198,195 @@ def test_update_pins_the_newest(monkeypatch, tmp_path):
 def test_update_refuses_unpinned_flavours():
     with pytest.raises(kernels.KernelError, match="'debug' is not pinned"):
         kernels.update_lock(['debug'])
+
+
+@pytest.mark.parametrize('text, says', [
+    ('[6.1]\nlinux-image-6.1.0-57-amd64 = 6.1.192-3\n', r'\[6.1\] has no kver'),
+    ('kver = 6.1.0-57-amd64\n', 'no section headers'),
+])
+def test_malformed_lock_is_a_kernel_error(tmp_path, text, says):
+    lock = tmp_path / 'kernels.lock'
+    lock.write_text(text)
+    with pytest.raises(kernels.KernelError, match=f'^{re.escape(str(lock))}: .*{says}'):
+        pins.read(lock)
+
+
+def test_lists_age_is_when_apt_wrote_them(monkeypatch, tmp_path):
+    """apt dates a list file with the server's Last-Modified: a list fetched
+    just now from a mirror pushed 5 h ago is fresh, not 5 h old."""
+    apt = kernels.Apt()
+    monkeypatch.setattr(apt, 'lists', lambda: tmp_path)
+    packages = tmp_path / 'deb.debian.org_debian_dists_bookworm_main_binary-amd64_Packages.lz4'
+    packages.touch()
+    os.utime(packages, (time.time() - 5 * 3600,) * 2)
+    assert apt.age() < 60
+
+
+class AptGet:
+    """A fake Apt.run for apt-get: each call takes the next (exit status,
+    stderr) of results, the last one for good."""
+    LOCKED = (100, 'E: Could not get lock /var/lib/apt/lists/lock. It is held '
+              'by process 4242 (apt-get)\nE: Unable to lock directory '
+              '/var/lib/apt/lists/\n')
+
+    def __init__(self, *results):
+        self.results, self.calls = list(results), []
+
+    def __call__(self, argv, cwd=None):
+        self.calls.append(argv)
+        rc, err = self.results.pop(0) if len(self.results) > 1 else self.results[0]
+        return subprocess.CompletedProcess(argv, rc, '', err)
+
+
+def _real_update(monkeypatch, *results, age=7 * 3600):
+    """kernels.HOST with apt-get faked: runs as root, lists `age` s old."""
+    apt_get = AptGet(*results)
+    monkeypatch.setattr(kernels.HOST, 'run', apt_get)
+    monkeypatch.setattr(kernels.HOST, 'updated', False)
+    monkeypatch.setattr(kernels.HOST, 'age', lambda: age)
+    monkeypatch.setattr(kernels.os, 'geteuid', lambda: 0)
+    monkeypatch.setattr(kernels, 'LISTS_LOCK_POLL', 0)
+    return apt_get
+
+
+def test_failed_update_is_an_error_for_kernels_update(monkeypatch):
+    _real_update(monkeypatch, (100, 'E: The repository x no longer has a Release file.\n'))
+    with pytest.raises(kernels.KernelError,
+                       match='apt-get update failed in the host:\nE: The repository x'):
+        kernels.archive_newest('6.1', kernels.HOST, lambda: '6.1.0-99-amd64')
+    assert not kernels.HOST.stamp().exists()
+
+
+def test_failed_stale_refresh_goes_on_with_the_lists(monkeypatch, capsys):
+    apt_get = _real_update(monkeypatch, (100, 'W: x\nE: Release file expired\n'))
+    monkeypatch.setattr(kernels.HOST, 'query', FakeApt(_archive(_pin('6.1')), {}).query)
+    assert kernels.resolve('6.1') == _pin('6.1').kver
+    assert len(apt_get.calls) == 1 and not kernels.HOST.stamp().exists()
+    assert capsys.readouterr().err == (
+        'kernels: running apt-get update in the host\n'
+        'kernels: apt-get update failed in the host (E: Release file expired); '
+        'going on with the lists as they are\n')
+
+
+def test_update_waits_for_the_lists_lock(monkeypatch, capsys):
+    apt_get = _real_update(monkeypatch, AptGet.LOCKED, AptGet.LOCKED, (0, ''))
+    kernels.HOST.update(strict=True)
+    assert len(apt_get.calls) == 3 and kernels.HOST.stamp().exists()
+    assert 'waiting up to 120 s' in capsys.readouterr().err
+
+
+def test_update_gives_up_on_a_held_lists_lock(monkeypatch):
+    apt_get = _real_update(monkeypatch, AptGet.LOCKED)
+    monkeypatch.setattr(kernels, 'LISTS_LOCK_WAIT', 0.05)
+    monkeypatch.setattr(kernels, 'LISTS_LOCK_POLL', 0.01)
+    with pytest.raises(kernels.KernelError, match='Could not get lock'):
+        kernels.HOST.update(strict=True)
+    assert len(apt_get.calls) > 1 and not kernels.HOST.stamp().exists()
+
+
+def test_download_as_non_root_says_update_needs_root(monkeypatch, tmp_path):
+    monkeypatch.setattr(kernels.HOST, 'run', AptGet((100, 'E: 404 Not Found\n')))
+    monkeypatch.setattr(kernels.os, 'geteuid', lambda: 1000)
+    with pytest.raises(kernels.KernelError,
+                       match='apt-get update needs root\\):\nE: 404 Not Found'):
+        kernels.HOST.download(['linux-image-6.1.0-57-amd64=6.1.192-3'], tmp_path)
+
+
+@pytest.mark.parametrize('flavour', SERIES)
+def test_cache_of_other_versions_asks_apt(monkeypatch, flavour):
+    """A cached kver unpacked from other package versions is not the pin."""
+    pin = _pin(flavour)
+    _cache(flavour, pin.kver, version='0.0-1')
+    fake = FakeApt(_archive(pin), {})
+    fake.install(monkeypatch, SERIES[flavour][0])
+    assert kernels._choice(flavour) == (pin.kver, pin)
+    assert fake.asked, 'the pin was looked up in the apt lists'
+
+
+def _fake_unpack_tools(monkeypatch, pin):
+    """dpkg-deb -x and depmod faked: the .debs of pin 'unpack'."""
+    debs = [f'{n}_{v}_amd64.deb' for n, v in pin.packages.items()]
+    monkeypatch.setattr(kernels, '_unpack_debs', lambda d, root: debs)
+    monkeypatch.setattr(kernels, '_run', lambda cmd, cwd=None:
+                        subprocess.CompletedProcess(cmd, 0, '', ''))
+
+
+def test_cache_of_other_versions_is_fetched_again(monkeypatch, capsys):
+    pin = _pin('6.1')
+    _cache('6.1', pin.kver, version='6.1.192-2')
+    _fake_unpack_tools(monkeypatch, pin)
+    got = []
+    kernels.unpack(pin.kver, lambda tmp: got.append(tmp) or tmp,
+                   lambda root: None, pin.packages)
+    assert got and kernels.cached(pin.kver, pin.packages)
+    assert capsys.readouterr().err.startswith(
+        f'kernels: {pin.kver}: the cache holds linux-image-{pin.kver} '
+        f'6.1.192-2 (pinned {pin.version}), ')
+
+
+def test_sid_headers_of_other_version_are_replaced(monkeypatch, capsys):
+    pin = _pin('sid')
+    _cache('sid', pin.kver, version='0.0-1')
+    calls = []
+    monkeypatch.setattr(sid, '_apt', lambda *args, check=True: calls.append(args)
+                        or subprocess.CompletedProcess(args, 0, '', ''))
+    sid.install_headers(pin.kver, pin)
+    spec = f'linux-headers-{pin.kver}={pin.packages[f"linux-headers-{pin.kver}"]}'
+    assert calls == [('install', '--allow-downgrades', spec)]
+    assert capsys.readouterr().err == (f'sid: installing {spec} in the sid '
+                                       'chroot (replacing 0.0-1)\n')
+
+
+def test_pin_gone_before_download_falls_back(monkeypatch, tmp_path, capsys):
+    """The lists name the pin, but the archive dropped it since: apt-get
+    download fails, and the newest of the series is fetched instead."""
+    pin, kver = _pin('6.1'), '6.1.0-99-amd64'
+    FakeApt({**_archive(pin), f'linux-image-{kver}': ['6.1.999-1']},
+            {'linux-image-amd64': [f'linux-image-{kver}'],
+             f'linux-headers-{kver}': ['linux-kbuild-6.1']}
+            ).install(monkeypatch, kernels.HOST)
+    gone = "E: Can't find a source to download version '6.1.192-3'\n"
+    apt_get = AptGet((100, gone), (100, gone), (0, ''))
+    monkeypatch.setattr(kernels.HOST, 'run', apt_get)
+    monkeypatch.setattr(kernels.os, 'geteuid', lambda: 0)
+
+    def unpack(kver, get_debs, finish, want=None):
+        get_debs(Path(tempfile.mkdtemp(dir=tmp_path)))
+        return kernels.kernels_dir() / kver
+    monkeypatch.setattr(kernels, 'unpack', unpack)
+    assert kernels.kernel('6.1').kver == kver
+    assert apt_get.calls[-1][-3:] == [f'linux-image-{kver}',
+                                      f'linux-headers-{kver}', 'linux-kbuild-6.1']
+    assert capsys.readouterr().err.splitlines()[1:] == [
+        f'kernels: 6.1: pinned {pin.kver} ({pin.version}) is no longer in the '
+        f'archive ({gone.strip()}); using {kver} (make kernels-update pins it)',
+        f'kernels: fetching linux-image-{kver} linux-headers-{kver} linux-kbuild-6.1']
+    assert kernels.resolve('6.1') == kver
+
+
+def test_fallback_to_the_last_used_is_one_line(monkeypatch, capsys):
+    FakeApt({}, {}).install(monkeypatch, kernels.HOST)
+    (kernels.kernels_dir() / '6.1.kver').write_text('6.1.0-1-amd64\n')
+    assert kernels.resolve('6.1') == '6.1.0-1-amd64'
+    assert capsys.readouterr().err == (
+        f'kernels: 6.1: pinned {_pin("6.1").kver} ({_pin("6.1").version}) is '
+        'no longer in the archive, and the apt lists of the host name no '
+        'kernel of it; using the last one used, 6.1.0-1-amd64\n')
+
+
+def test_sid_pin_gone_before_download_falls_back(monkeypatch, capsys):
+    apt, meta, dep = SERIES['sid']
+    kver = dep.removeprefix('linux-headers-')
+    FakeApt({**_archive(_pin('sid')), dep: ['9.9.9-1']},
+            {meta: [dep]}).install(monkeypatch, apt)
+
+    def fetch_image(kver, pin):
+        if pin:
+            raise kernels.DownloadError('apt-get download failed:\nE: 404 Not Found')
+        return kernels.kernels_dir() / kver
+    monkeypatch.setattr(sid, 'fetch_image', fetch_image)
+    monkeypatch.setattr(sid, 'install_headers', lambda kver, pin: None)
+    assert sid.kernel().kver == kver
+    assert capsys.readouterr().err.endswith(
+        f'is no longer in the archive (E: 404 Not Found); using {kver} '
+        '(make kernels-update pins it)\n')

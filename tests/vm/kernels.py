@@ -11,15 +11,20 @@ of "all": debug, a KASAN/lockdep kernel built from linux-source-6.1
 
 The kernel of each flavour is pinned in tests/vm/kernels.lock (pins.py: the
 kernel release and the exact Debian package versions), so a commit always
-tests the same kernels.  choose() takes the pin when it is in the cache (apt
-is not asked) or still in the archive; when it has left both, the newest of
-the series (meta package -> linux-image-<kver>) with one line on stderr.  The
-apt lists are refreshed (`apt-get update`, at most once per process) when
+tests the same kernels.  choose() takes the pin when it is in the cache at
+the pinned versions (apt is not asked; a cache of other versions is fetched
+again, with one line on stderr) or still in the archive; when it has left
+both, or apt cannot download it (fetch_chosen()), the newest of the series
+(meta package -> linux-image-<kver>) with one line on stderr.  The apt lists
+are refreshed (`apt-get update`, root only, at most once per process) when
 older than CGE_APT_LISTS_MAX_AGE seconds (6 h: the mirrors are pushed four
-times a day) or when they lack the pin.  `make kernels-update` (--update) pins
-the newest of each flavour.  linux-image, linux-headers and their
--common and linux-kbuild dependencies are fetched with `apt-get download` and
-unpacked with `dpkg-deb -x` into $CGE_CACHE/kernels/<kver>/root/ (default cache
+times a day; the age is when apt last wrote them here) or when they lack the
+pin; it waits up to 120 s for another apt's lists lock, and its failure is
+one line on stderr (the lists stay as they are).  `make kernels-update`
+(--update) runs apt-get update (its failure is an error) and pins the newest
+of each flavour.  linux-image, linux-headers and their -common and
+linux-kbuild dependencies are fetched with `apt-get download` and unpacked
+with `dpkg-deb -x` into $CGE_CACHE/kernels/<kver>/root/ (default cache
 /var/cache/cgroup-energy).  The unpack happens in a temporary directory that is
 renamed into place, so an interrupted run never leaves a half cache.
 
@@ -38,6 +43,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import unquote
 
 try:
     from . import pins
@@ -57,8 +63,11 @@ OTHER_FLAVOURS = ('debug',)
 APT_OPTS = ['-o', 'APT::Sandbox::User=root', '-q']
 
 
-class KernelError(RuntimeError):
-    pass
+KernelError = pins.KernelError      # one class, also in script mode (sid.py)
+
+
+class DownloadError(KernelError):
+    """apt could not fetch a package (gone from the archive, or the network)."""
 
 
 @dataclass(frozen=True)
@@ -149,7 +158,14 @@ def locked(path):
 # Debian's mirrors are pushed four times a day: lists older than that may name
 # files the mirror has dropped and miss the versions a fresh lock pins.
 LISTS_MAX_AGE = float(os.environ.get('CGE_APT_LISTS_MAX_AGE', 6 * 3600))
-LOCK_WAIT = ['-o', 'DPkg::Lock::Timeout=120']   # a concurrent apt-get update
+# `apt-get update` does not wait for the lists lock (/var/lib/apt/lists/lock)
+# that another apt (apt-daily, a user) holds: it exits 100 at once with "Could
+# not get lock", DPkg::Lock::Timeout or not.  That option is the wait for
+# dpkg's locks, which apt-get update does not take (apt 2.6: it is in no man
+# page, only in configure-index under dpkg::; apt(8), not apt-get, sets it to
+# 120 by default, Binary::apt::DPkg::Lock::Timeout).  So we retry.
+LISTS_LOCK_WAIT = 120           # seconds, in all
+LISTS_LOCK_POLL = 5
 
 
 class Apt:
@@ -158,7 +174,8 @@ class Apt:
     where = 'the host'
 
     def __init__(self):
-        self.updated = False
+        self.updated = False        # apt-get update tried in this process
+        self.failed = None          # its stderr if it failed
 
     def run(self, argv, cwd=None):
         return _run(argv, cwd=cwd)
@@ -174,30 +191,72 @@ class Apt:
         return cache_dir() / '.apt-update.stamp'
 
     def age(self):
-        """Seconds since the lists last changed or we last refreshed them."""
+        """Seconds since apt last wrote a Packages list here or our last
+        successful `apt-get update`, whichever is later."""
+        # Not st_mtime: apt sets a list's mtime to the server's Last-Modified,
+        # so the fresh lists of a mirror pushed hours ago look hours old.  The
+        # ctime is when apt renamed the file into place (utime cannot set it).
+        # apt leaves unchanged lists alone, so an update that changed nothing
+        # shows only in our stamp, touched after each of ours that succeeded.
+        # pkgcache.bin is no clock: Debian's container images disable it
+        # (/etc/apt/apt.conf.d/docker-clean: Dir::Cache::pkgcache "").
         files = [*self.lists().glob('*_Packages*'), self.stamp()]
-        times = [p.stat().st_mtime for p in files if p.exists()]
+        times = [p.stat().st_ctime for p in files if p.exists()]
         return time.time() - max(times) if times else float('inf')
 
-    def update(self):
-        """Run `apt-get update` at most once per process."""
-        if self.updated:
-            return
-        self.updated = True
+    def update(self, strict=False):
+        """Run `apt-get update` (root only) at most once per process.  If it
+        fails, strict (kernels-update) raises KernelError with apt's stderr;
+        else one line on stderr, and the lists stay as they are."""
         if os.geteuid() != 0:
-            raise KernelError('the apt lists lack a needed package and only '
-                              'root can run apt-get update: run `apt-get '
-                              'update` as root')
+            raise KernelError(f'the apt lists of {self.where} need an '
+                              '`apt-get update`, and only root can run it: '
+                              'run as root')
+        if not self.updated:
+            self.updated = True
+            self.failed = self._update()
+            if self.failed and not strict:
+                log(f'apt-get update failed in {self.where} '
+                    f'({_first_error(self.failed)}); going on with the '
+                    'lists as they are')
+        if self.failed and strict:
+            raise KernelError(f'apt-get update failed in {self.where}:\n'
+                              f'{self.failed}')
+
+    def _update(self):
+        """apt-get update under our lock, unless a concurrent run of ours
+        just did it; the stamp is touched if it succeeds.  Returns None, or
+        apt's stderr if it failed."""
         with locked(self.stamp().with_suffix('.lock')):
             if self.age() < 60:                 # a concurrent run just did
-                return
+                return None
             log(f'running apt-get update in {self.where}')
-            # Unreachable third-party sources make it exit non-zero: ignore,
-            # the retried query says whether Debian's lists arrived.
-            self.run(['apt-get', *APT_OPTS, *LOCK_WAIT, 'update'])
+            r = self._apt_get_update()
+            # An unreachable source is a warning (exit 0); errors (a held
+            # lock, a bad signature, a Release file gone) exit 100.
+            if r.returncode != 0:
+                return r.stderr.strip() or f'exit status {r.returncode}'
             self.stamp().touch()
+            return None
+
+    def _apt_get_update(self):
+        """`apt-get update`, retried every LISTS_LOCK_POLL s while another
+        apt holds the lists lock, for up to LISTS_LOCK_WAIT s; the last
+        CompletedProcess."""
+        cmd = ['apt-get', *APT_OPTS, 'update']
+        r = self.run(cmd)
+        if _lists_locked(r):
+            log(f'another apt holds the apt lists lock in {self.where}; '
+                f'waiting up to {LISTS_LOCK_WAIT:.0f} s')
+        deadline = time.monotonic() + LISTS_LOCK_WAIT
+        while _lists_locked(r) and time.monotonic() < deadline:
+            time.sleep(LISTS_LOCK_POLL)
+            r = self.run(cmd)
+        return r
 
     def refresh_if_stale(self):
+        """apt-get update (if root) when the lists are older than
+        LISTS_MAX_AGE; a failure is one line on stderr."""
         if self.age() > LISTS_MAX_AGE and os.geteuid() == 0:
             self.update()
 
@@ -233,22 +292,59 @@ class Apt:
                                out, re.M))
 
     def download(self, specs, dest):
+        """apt-get download specs into dest; if it fails, once more after an
+        apt-get update (root only)."""
         cmd = ['apt-get', *APT_OPTS, 'download', *specs]
         r = self.run(cmd, cwd=self.inside(dest))
-        if r.returncode != 0:
+        root = os.geteuid() == 0
+        if r.returncode != 0 and root:
             self.update()
             r = self.run(cmd, cwd=self.inside(dest))
         if r.returncode != 0:
-            raise KernelError(f'{" ".join(cmd)} failed in {self.where}:\n'
-                              f'{r.stderr.strip()}')
+            why = '' if root else (' (not root: the apt lists were not '
+                                   'refreshed, apt-get update needs root)')
+            raise DownloadError(f'{" ".join(cmd)} failed in {self.where}'
+                                f'{why}:\n{r.stderr.strip()}')
+
+
+def _lists_locked(r):
+    """Did apt-get fail because another apt holds the lists lock?"""
+    return r.returncode != 0 and '/lists/lock' in r.stderr
+
+
+def _first_error(stderr):
+    """apt's first `E:` line (else its last line), for one-line messages."""
+    lines = stderr.splitlines()
+    return next((x for x in lines if x.startswith('E:')), lines[-1])
 
 
 HOST = Apt()
 
 
-def cached(kver):
-    """Is kver complete in the cache?"""
-    return (kernels_dir() / kver / 'meta.json').exists()
+def cached_versions(kver):
+    """{package: Debian version} unpacked into the cache for kver (meta.json's
+    debs, named <name>_<version>_<arch>.deb by apt-get download), or None if
+    kver is not complete in the cache."""
+    meta = kernels_dir() / kver / 'meta.json'
+    if not meta.exists():
+        return None
+    debs = json.loads(meta.read_text()).get('debs', [])
+    names = (re.fullmatch(r'([^_]+)_([^_]+)_[^_]+\.deb', d) for d in debs)
+    return {m[1]: unquote(m[2]) for m in names if m}
+
+
+def differences(have, want):
+    """'name version (pinned version)' for each package of want ({name:
+    version}) that have lacks or holds at another version."""
+    return [f'{n} {have.get(n, "none")} (pinned {v})'
+            for n, v in want.items() if have.get(n) != v]
+
+
+def cached(kver, want=None):
+    """Is kver complete in the cache and, if want ({package: version}) is
+    given, unpacked from exactly those versions?"""
+    have = cached_versions(kver)
+    return have is not None and not differences(have, want or {})
 
 
 def newest(flavour, apt=HOST):
@@ -266,20 +362,30 @@ def newest(flavour, apt=HOST):
 def _no_kernel(flavour, apt):
     return KernelError(f'cannot resolve flavour {flavour}: the apt lists of '
                        f'{apt.where} name no kernel of it (is the suite in '
-                       'the apt sources, and did apt-get update run?)')
+                       'the apt sources, and did apt-get update run as root?)')
 
 
 def newest_or_last(flavour, apt, find):
+    """(find()'s kver, False), else (the last kver used, True)."""
     kver = find()
     if kver:
-        return kver
+        return kver, False
     last = kernels_dir() / f'{flavour}.kver'
     if last.exists():
-        kver = last.read_text().strip()
-        log(f'{flavour}: the apt lists of {apt.where} name no kernel of it; '
-            f'using the last one used, {kver}')
-        return kver
+        return last.read_text().strip(), True
     raise _no_kernel(flavour, apt)
+
+
+def fall_back(flavour, apt, find, was):
+    """(kver, None) of the newest of the series (else the last one used),
+    said in one line on stderr after was, why the pin is not used."""
+    kver, last = newest_or_last(flavour, apt, find)
+    if last:
+        log(f'{flavour}: {was}, and the apt lists of {apt.where} name no '
+            f'kernel of it; using the last one used, {kver}')
+    else:
+        log(f'{flavour}: {was}; using {kver} (make kernels-update pins it)')
+    return kver, None
 
 
 def _offered(apt, pin):
@@ -293,16 +399,14 @@ def _offered(apt, pin):
 
 def _choose(flavour, apt, is_cached, find):
     pin = pins.read().get(flavour)
-    if pin and is_cached(pin.kver):
+    if pin and is_cached(pin):
         return pin.kver, pin                    # apt is not asked at all
     apt.refresh_if_stale()
     if pin and _offered(apt, pin):
         return pin.kver, pin
-    kver = newest_or_last(flavour, apt, find)
-    was = (f'pinned {pin.kver} ({pin.version}) is no longer in the archive'
-           if pin else f'no pin in {pins.LOCK.name}')
-    log(f'{flavour}: {was}; using {kver} (make kernels-update pins it)')
-    return kver, None
+    return fall_back(flavour, apt, find,
+                     f'pinned {pin.kver} ({pin.version}) is no longer in the '
+                     'archive' if pin else f'no pin in {pins.LOCK.name}')
 
 
 _chosen = {}
@@ -310,7 +414,7 @@ _chosen = {}
 
 def choose(flavour, apt, is_cached, find):
     """(kver, Pin or None) of a flavour, once per process: the pin of
-    kernels.lock when is_cached(kver) (apt is not asked) or when the archive
+    kernels.lock when is_cached(pin) (apt is not asked) or when the archive
     still has its packages; else the newest of the series, find(), said in
     one line on stderr.  Stale lists are refreshed before apt is asked."""
     if flavour not in _chosen:
@@ -318,11 +422,34 @@ def choose(flavour, apt, is_cached, find):
     return _chosen[flavour]
 
 
+def fetch_chosen(flavour, apt, is_cached, find, get):
+    """(kver, get(kver, pin)) of choose()'s kernel.  When apt cannot fetch a
+    pinned package (it left the archive after the lists were read), the
+    newest of the series instead, said in one line on stderr as choose()
+    does (and remembered by it)."""
+    kver, pin = choose(flavour, apt, is_cached, find)
+    try:
+        return kver, get(kver, pin)
+    except DownloadError as e:
+        if pin is None:
+            raise
+        kver, pin = _chosen[flavour] = fall_back(
+            flavour, apt, find, f'pinned {pin.kver} ({pin.version}) is no '
+            f'longer in the archive ({_first_error(str(e))})')
+        return kver, get(kver, pin)
+
+
+def _host(flavour):
+    """choose()'s arguments for a Debian 12 flavour."""
+    return (flavour, HOST, lambda pin: cached(pin.kver, pin.packages),
+            lambda: newest(flavour))
+
+
 def _choice(flavour):
     _check_flavour(flavour)
     if flavour == 'sid':
         return _sibling('sid').choice()
-    return choose(flavour, HOST, cached, lambda: newest(flavour))
+    return choose(*_host(flavour))
 
 
 def resolve(flavour):
@@ -353,8 +480,9 @@ def pin_of(apt, kver, names):
 
 
 def archive_newest(flavour, apt, find):
-    """find()'s kver after an `apt-get update`; no fallback (for pinning)."""
-    apt.update()
+    """find()'s kver after an `apt-get update` (its failure is an error); no
+    fallback (for pinning)."""
+    apt.update(strict=True)
     kver = find()
     if not kver:
         raise _no_kernel(flavour, apt)
@@ -431,18 +559,24 @@ def _unpack_debs(debs, root):
     return [f.name for f in files]
 
 
-def unpack(kver, get_debs, finish):
+def unpack(kver, get_debs, finish, want=None):
     """Make $CGE_CACHE/kernels/<kver> exist, complete, once (file lock):
     get_debs(tmp) downloads the .debs and returns their directory, they are
     unpacked into root/, finish(root) fixes the tree up, depmod runs, and the
-    tree is renamed into place.  Returns its path."""
+    tree is renamed into place.  A cache unpacked from other versions than
+    want ({package: version}, a pin's) is replaced, said in one line on
+    stderr.  Returns its path."""
     kd = kernels_dir()
     dest = kd / kver
-    if cached(kver):
+    if cached(kver, want):
         return dest
     with locked(kd / f'.{kver}.lock'):
-        if cached(kver):
+        if cached(kver, want):
             return dest
+        have = cached_versions(kver)
+        if have is not None:
+            log(f'{kver}: the cache holds '
+                f'{", ".join(differences(have, want))}; fetching again')
         for stale in kd.glob(f'.{kver}.tmp*'):      # interrupted earlier runs
             shutil.rmtree(stale, ignore_errors=True)
         t0 = time.monotonic()
@@ -471,7 +605,8 @@ def unpack(kver, get_debs, finish):
 
 def fetch(kver, pin=None):
     """The cache directory of kver; fetched (the pin's exact versions if
-    given) and unpacked if needed."""
+    given: a cache of other versions is fetched again) and unpacked if
+    needed."""
     def get_debs(tmp):
         debs = tmp / 'debs'
         debs.mkdir()
@@ -479,7 +614,8 @@ def fetch(kver, pin=None):
         log(f'fetching {" ".join(specs)}')
         HOST.download(specs, debs)
         return debs
-    return unpack(kver, get_debs, lambda root: _fix_headers(root, kver))
+    return unpack(kver, get_debs, lambda root: _fix_headers(root, kver),
+                  pin.packages if pin else None)
 
 
 def kernel(flavour):
@@ -489,8 +625,8 @@ def kernel(flavour):
         return _sibling('sid').kernel()
     if flavour == 'debug':
         return _sibling('debugkernel').kernel()
-    kver, pin = _choice(flavour)
-    k = Kernel(flavour, kver, fetch(kver, pin))
+    kver, d = fetch_chosen(*_host(flavour), fetch)
+    k = Kernel(flavour, kver, d)
     (kernels_dir() / f'{flavour}.kver').write_text(kver + '\n')
     return k
 

@@ -15,6 +15,12 @@ import configparser
 from dataclasses import dataclass, field
 from pathlib import Path
 
+
+class KernelError(RuntimeError):
+    """An error of the kernel tooling (kernels.py re-exports it; it lives here
+    so that pins.py raises it without importing kernels.py)."""
+
+
 LOCK = Path(__file__).resolve().parent / 'kernels.lock'
 HEADER = """\
 # SPDX-License-Identifier: GPL-2.0
@@ -31,7 +37,9 @@ class Pin:
 
     @property
     def version(self):
-        """The Debian version of the kernel image (the first package)."""
+        """The Debian version of the pin's first package (linux-image, or
+        linux-base for sid): the version messages quote.  All the packages
+        of a kernel are built from one source package, so it is also theirs."""
         return next(iter(self.packages.values()), '?')
 
     def specs(self, names=None):
@@ -47,12 +55,19 @@ def _parser():
 
 
 def read(path=None):
-    """{flavour: Pin} from the lock file; {} when there is none."""
+    """{flavour: Pin} from the lock file; {} when there is none.  A malformed
+    file (bad syntax, a section without kver) raises KernelError."""
+    path = path or LOCK
     p = _parser()
-    p.read(path or LOCK)
+    try:
+        p.read(path)
+    except configparser.Error as e:
+        raise KernelError(f'{path}: {e}') from None
     out = {}
     for flavour in p.sections():
         items = dict(p[flavour])
+        if 'kver' not in items:
+            raise KernelError(f'{path}: [{flavour}] has no kver')
         kver = items.pop('kver')
         out[flavour] = Pin(kver, items)
     return out

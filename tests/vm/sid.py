@@ -25,15 +25,17 @@ vanish with the command.
 
 The version is pinned in tests/vm/kernels.lock (kver, the linux-base/binary/
 modules and linux-headers package versions) and chosen by kernels.choose():
-pinned and cached (image unpacked, headers in the chroot) -> no apt at all;
-else the chroot's apt lists, refreshed once when stale or when they lack the
-pin; a pin gone from sid falls back to the newest (meta package
-linux-headers-amd64) with one line on stderr.
+pinned and cached at the pinned versions (image unpacked, headers installed
+in the chroot; other versions are replaced) -> no apt at all; else the
+chroot's apt lists, refreshed once when stale or when they lack the pin; a
+pin gone from sid (from the lists, or when apt cannot fetch it) falls back to
+the newest (meta package linux-headers-amd64) with one line on stderr.
 
 CLI: sid.py [--resolve]   (prints the kver and the cache directory)
 """
 import argparse
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -169,10 +171,30 @@ def _headers(kver):
     return f'linux-headers-{kver}'
 
 
-def _cached(kver):
-    """Image unpacked and headers installed in the chroot: no apt needed."""
-    return (kernels.cached(kver)
-            and (chroot_dir() / 'usr/src' / _headers(kver) / 'Makefile').exists())
+def _image_versions(pin):
+    """{package: version} of the pin but the headers (they go in the chroot)."""
+    return {n: v for n, v in pin.packages.items() if n != _headers(pin.kver)}
+
+
+def installed_version(pkg):
+    """The Debian version of pkg installed in the chroot (its dpkg status),
+    or None."""
+    status = chroot_dir() / 'var/lib/dpkg/status'
+    text = status.read_text() if status.exists() else ''
+    for para in text.split('\n\n'):
+        if (re.search(rf'^Package: {re.escape(pkg)}$', para, re.M)
+                and re.search(r'^Status: install ok installed$', para, re.M)):
+            m = re.search(r'^Version: (\S+)$', para, re.M)
+            return m[1] if m else None
+    return None
+
+
+def _cached(pin):
+    """Image unpacked from the pin's packages and the pin's headers installed
+    in the chroot: no apt needed."""
+    headers = _headers(pin.kver)
+    return (kernels.cached(pin.kver, _image_versions(pin))
+            and installed_version(headers) == pin.packages.get(headers))
 
 
 def newest():
@@ -211,17 +233,25 @@ def newest_pin():
 
 
 def install_headers(kver, pin=None):
-    """Install linux-headers-<kver> (the pinned version; and so its gcc) in
-    the chroot."""
+    """Install linux-headers-<kver> (and so its gcc) in the chroot: the
+    pinned version, replacing another one (said in one line on stderr);
+    without a pin, any version."""
     pkg = _headers(kver)
-    if (chroot_dir() / 'usr/src' / pkg / 'Makefile').exists():
+    want = pin.packages.get(pkg) if pin else None
+    have = installed_version(pkg)
+    if have and want in (None, have):
         return
-    specs = (pin.specs([pkg]) if pin else None) or [pkg]
-    log(f'installing {" ".join(specs)} in the sid chroot')
-    r = _apt('install', *specs, check=False)
+    spec = f'{pkg}={want}' if want else pkg
+    log(f'installing {spec} in the sid chroot'
+        + (f' (replacing {have})' if have else ''))
+    r = _apt('install', '--allow-downgrades', spec, check=False)
     if r.returncode != 0:
         APT_SID.update()
-        _apt('install', *specs)
+        r = _apt('install', '--allow-downgrades', spec, check=False)
+    if r.returncode != 0:
+        raise kernels.DownloadError(
+            f'apt-get install {spec} failed in the sid chroot:\n'
+            f'{(r.stdout + r.stderr).strip()[-3000:]}')
 
 
 def _usr_merged(root, kver):
@@ -235,23 +265,28 @@ def _usr_merged(root, kver):
 def fetch_image(kver, pin=None):
     """Unpack the image and modules into $CGE_CACHE/kernels/<kver>/root."""
     def get_debs(tmp):
-        pkgs = ([s for s in pin.specs()
-                 if not s.startswith(_headers(kver) + '=')]
-                if pin else image_packages(kver))
+        pkgs = pin.specs(_image_versions(pin)) if pin else image_packages(kver)
         log(f'fetching {" ".join(pkgs)}')
         debs = chroot_dir() / 'tmp' / f'cge-debs-{os.getpid()}'
         shutil.rmtree(debs, ignore_errors=True)
         debs.mkdir(parents=True)
         APT_SID.download(pkgs, debs)
         return debs
-    return kernels.unpack(kver, get_debs, lambda root: _usr_merged(root, kver))
+    return kernels.unpack(kver, get_debs, lambda root: _usr_merged(root, kver),
+                          _image_versions(pin) if pin else None)
+
+
+def _fetch(kver, pin):
+    """The image unpacked (its cache directory) and the headers installed."""
+    d = fetch_image(kver, pin)
+    install_headers(kver, pin)
+    return d
 
 
 def kernel():
-    """Resolve, fetch and prepare the sid kernel; a kernels.Kernel."""
-    kver, pin = choice()
-    d = fetch_image(kver, pin)
-    install_headers(kver, pin)
+    """Resolve, fetch and prepare the sid kernel; a kernels.Kernel.  A pin
+    that apt cannot fetch gives way to the newest (kernels.fetch_chosen)."""
+    kver, d = kernels.fetch_chosen('sid', APT_SID, _cached, newest, _fetch)
     (kernels.kernels_dir() / 'sid.kver').write_text(kver + '\n')
     return kernels.Kernel('sid', kver, d, chroot=chroot_dir())
 
