@@ -13,9 +13,10 @@
 # /var/cache/cgroup-energy) keeps downloads and builds between runs.
 # CGE_FLAVOURS (default "all": 6.1 6.1-rt 6.12 6.12-rt sid) selects the
 # kernels of the host and vm stages, CGE_STRESS_FLAVOURS (default
-# "debug 6.1-rt"; blank- or comma-separated) the debug stage's.  The debug kernel (tests/vm/debugkernel.py,
-# about 25 CPU-minutes the first time) is built in the background at nice 19
-# from the end of the deps stage on, so it overlaps the other stages.
+# "debug 6.1-rt"; blank- or comma-separated) the debug stage's.  The debug
+# kernel (tests/vm/debugkernel.py, about 25 CPU-minutes the first time) is
+# built in the background at nice 19 from the end of the deps stage on, so it
+# overlaps the other stages; an interrupted run stops it.
 # Every stage's duration is printed at the end and kept, with how long the
 # debug stage waited for that build and the build's exit status
 # ("debug-wait"; a failed build fails the debug stage), in
@@ -96,7 +97,9 @@ debug_bg() {
 	stress_has_debug || return 0
 	echo "check: building the debug kernel in the background" \
 		"(log: $OUT/debugkernel.log)"
-	nice -n 19 $PY tests/vm/debugkernel.py >"$OUT/debugkernel.log" 2>&1 &
+	# its own process group, so that an interrupted run stops all of it
+	setsid nice -n 19 $PY tests/vm/debugkernel.py \
+		>"$OUT/debugkernel.log" 2>&1 &
 	DEBUG_BG=$!
 }
 
@@ -138,7 +141,12 @@ debug_stage() {
 	return $drc
 }
 
+CACHE=${CGE_CACHE:-/var/cache/cgroup-energy}
+CACHE_EMPTY=$([ -n "$(ls -A "$CACHE" 2>/dev/null)" ] && echo 0 || echo 1)
 DEBUG_BG=""
+trap '[ -z "$DEBUG_BG" ] || kill -TERM "-$DEBUG_BG" 2>/dev/null' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 T0=$(now)
 stage deps sh tests/deps.sh
 debug_bg
@@ -151,10 +159,12 @@ stage debug debug_stage
 
 echo "==== check: durations"
 printf '%s' "$summary"
-$PY - "$OUT" "$(( $(now) - T0 ))" "$(git rev-parse --short HEAD 2>/dev/null)" <<'PYEOF'
+$PY - "$OUT" "$(( $(now) - T0 ))" "$(git rev-parse --short HEAD 2>/dev/null)" \
+	"$CACHE" "$CACHE_EMPTY" <<'PYEOF'
 import glob, json, sys, time
 import xml.etree.ElementTree as ET
 out, total, commit = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+cache = {'path': sys.argv[4], 'empty_at_start': sys.argv[5] == '1'}
 stages = {}
 for line in open(out + '/timings.tsv'):
     name, secs, rc = line.split('\t')
@@ -169,7 +179,7 @@ for x in glob.glob(sys.argv[1] + '/*.xml'):
         f += bad
         s += sk
 doc = {'commit': commit, 'finished': time.strftime('%Y-%m-%dT%H:%M:%S%z'),
-       'total_seconds': total, 'stages': stages,
+       'total_seconds': total, 'cache': cache, 'stages': stages,
        'tests': {'passed': t, 'failed': f, 'skipped': s}}
 with open(out + '/timings.json', 'w') as fh:
     fh.write(json.dumps(doc, indent=1) + '\n')

@@ -51,7 +51,29 @@ if [ "$(id -u)" != 0 ]; then
 	exit 1
 fi
 export DEBIAN_FRONTEND=noninteractive
-apt-get update -q >/dev/null
+# On a freshly booted machine apt-daily and unattended-upgrades hold apt's
+# locks for a while: installs wait up to LOCK_WAIT s for dpkg's lock
+# (DPkg::Lock::Timeout); apt-get update, which fails at once on the lists
+# lock whatever that option says, is retried every 5 s as long.
+LOCK_WAIT=120
+apt_update() {
+	waited=0
+	while ! err=$(apt-get update -q 2>&1 >/dev/null); do
+		case $err in
+		*/lists/lock*) [ $waited -lt $LOCK_WAIT ] ;;
+		*) false ;;
+		esac || { echo "$err" >&2; return 1; }
+		[ $waited = 0 ] && echo "cgroup-energy: another apt holds" \
+			"apt's lists; waiting up to $LOCK_WAIT s" >&2
+		sleep 5
+		waited=$((waited + 5))
+	done
+}
+apt_install() {
+	apt-get install -y -q --no-install-recommends \
+		-o DPkg::Lock::Timeout=$LOCK_WAIT "$@" >/dev/null
+}
+apt_update
 # apt-cache policy lists the sources whose indexes apt has fetched (hence
 # after apt-get update), each with a "release" line giving its archive (a=)
 # and codename (n=).
@@ -68,22 +90,21 @@ Suites: bookworm-backports
 Components: main
 Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 SRC
-	apt-get update -q >/dev/null
+	apt_update
 fi
 if [ -n "$missing" ]; then
 	echo "cgroup-energy: installing$missing"
 	# shellcheck disable=SC2086
-	apt-get install -y -q --no-install-recommends $missing >/dev/null
+	apt_install $missing
 fi
 if [ $qemu_ok = 0 ]; then
 	if [ "$codename" = bookworm ]; then
 		echo "cgroup-energy: installing $QEMU_PKG from bookworm-backports" \
 			"(installed: ${qver:-none})"
-		apt-get install -y -q --no-install-recommends -t bookworm-backports \
-			$QEMU_PKG >/dev/null
+		apt_install -t bookworm-backports $QEMU_PKG
 	else
 		echo "cgroup-energy: installing $QEMU_PKG"
-		apt-get install -y -q --no-install-recommends $QEMU_PKG >/dev/null
+		apt_install $QEMU_PKG
 	fi
 	qver=$(dpkg-query -W -f='${Version}' $QEMU_PKG)
 	if ! dpkg --compare-versions "$qver" ge "$QEMU_MIN"; then

@@ -7,6 +7,7 @@ booted or installed."""
 import json
 import os
 import subprocess
+import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -77,6 +78,18 @@ def test_stage_runs_and_stale_timings_json_removed(tmp_path):
     assert tsv == {'style': 0} and doc['stages']['style']['rc'] == 0
 
 
+def test_timings_say_whether_the_cache_was_empty(tmp_path):
+    repo = fake_repo(tmp_path)
+    cache = tmp_path / 'cache'
+    cache.mkdir()
+    for empty in (True, False):
+        r, _ = check(repo, CGE_STAGES='style', CGE_CACHE=str(cache))
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert timings(repo)[1]['cache'] == {'path': str(cache),
+                                             'empty_at_start': empty}
+        (cache / 'kernels').mkdir(exist_ok=True)
+
+
 def test_failed_stage_fails(tmp_path):
     repo = fake_repo(tmp_path, style='exit 1')
     r, _ = check(repo, CGE_STAGES='style')
@@ -127,13 +140,44 @@ def test_stress_without_debug_kernel_builds_nothing(tmp_path):
     assert tsv == {'debug': 0}
 
 
+def test_interrupted_run_stops_the_debug_build(tmp_path):
+    repo = fake_repo(tmp_path)
+    # the build forks a child, as make does, and both outlive the stress
+    (repo / 'tests/vm/debugkernel.py').write_text(
+        'import os, subprocess, time\n'
+        'c = subprocess.Popen(["sleep", "60"])\n'
+        'open(os.environ["PIDS"], "w").write(f"{os.getpid()} {c.pid}")\n'
+        'time.sleep(60)\n')
+    pids = repo / 'pids'
+    e = {k: v for k, v in os.environ.items() if not k.startswith('CGE_')}
+    e.update(MARK=str(repo / 'mark'), PIDS=str(pids), CGE_STAGES='debug')
+    p = subprocess.Popen(['/bin/sh', str(repo / 'tests/check.sh')], env=e,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while not (pids.exists() and pids.read_text()):
+        assert time.monotonic() < deadline and p.poll() is None
+        time.sleep(0.05)
+    p.terminate()
+    assert p.wait(timeout=10) == 143
+    for pid in map(int, pids.read_text().split()):
+        while time.monotonic() < deadline:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.05)
+        else:
+            raise AssertionError(f'build process {pid} survived')
+
+
 STUB = '#!/bin/sh\necho "$(basename "$0") $*" >> "$CALLS"\n'
 
 
-def deps(tmp_path, codename, qemu, policy=''):
+def deps(tmp_path, codename, qemu, policy='', apt_get=':'):
     """deps.sh with /etc/os-release and its apt source file redirected into
-    tmp_path, every package but QEMU installed, QEMU at version qemu, and
-    apt-cache policy printing policy; returns (result, calls, source)."""
+    tmp_path, every package but QEMU installed, QEMU at version qemu,
+    apt-cache policy printing policy, apt-get running the shell code apt_get
+    and sleep doing nothing; returns (result, calls, source)."""
     b = tmp_path / 'bin'
     b.mkdir()
     os_release = tmp_path / 'os-release'
@@ -151,7 +195,8 @@ def deps(tmp_path, codename, qemu, policy=''):
                       '*) echo "$QV" ;; esac ;; '
                       '*) echo "install ok installed" ;; esac',
         'id': 'echo 0',
-        'apt-get': ':',
+        'apt-get': apt_get,
+        'sleep': ':',
         'apt-cache': 'printf "%s\\n" "$POLICY"',
     }
     for name, body in stubs.items():
@@ -197,3 +242,37 @@ def test_deps_bookworm_keeps_existing_backports(tmp_path):
     assert not src.exists()
     assert calls.count('apt-get update -q') == 1
     assert any('-t bookworm-backports qemu-system-x86' in c for c in calls)
+
+
+LOCKED = ('case "$1" in update) n=$(grep -c "^apt-get update" "$CALLS"); '
+          '[ "$n" -gt {n} ] && exit 0; echo "E: Could not get lock '
+          '/var/lib/apt/lists/lock. It is held by process 42 (apt-get)" >&2; '
+          'exit 100 ;; esac')
+
+
+def test_deps_waits_for_apts_lists_lock(tmp_path):
+    # apt-daily holds the lists lock for the first two updates
+    r, calls, _ = deps(tmp_path, 'bookworm', '1:7.2+dfsg-7',
+                       policy=BPO_POLICY, apt_get=LOCKED.replace('{n}', '2'))
+    assert calls.count('apt-get update -q') == 3
+    assert calls.count('sleep 5') == 2
+    assert r.stderr.count('waiting up to 120 s') == 1
+    installs = [c for c in calls if c.startswith('apt-get install')]
+    assert installs and all('DPkg::Lock::Timeout=120' in c for c in installs)
+
+
+def test_deps_gives_up_on_a_lock_held_too_long(tmp_path):
+    r, calls, _ = deps(tmp_path, 'bookworm', '1:7.2+dfsg-7',
+                       policy=BPO_POLICY, apt_get=LOCKED.replace('{n}', '99'))
+    assert r.returncode != 0
+    assert calls.count('sleep 5') == 24            # 120 s
+    assert 'Could not get lock' in r.stderr
+    assert not [c for c in calls if c.startswith('apt-get install')]
+
+
+def test_deps_other_update_failure_is_not_retried(tmp_path):
+    r, calls, _ = deps(tmp_path, 'bookworm', '1:7.2+dfsg-7', policy=BPO_POLICY,
+                       apt_get='echo "E: The repository is not signed" >&2; '
+                               'exit 100')
+    assert r.returncode != 0 and 'not signed' in r.stderr
+    assert calls.count('apt-get update -q') == 1 and 'sleep 5' not in calls
