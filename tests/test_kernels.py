@@ -144,6 +144,23 @@ def test_gone_pin_falls_back_to_newest(monkeypatch, capsys, flavour):
     assert kernels.resolve(flavour) == newest and capsys.readouterr().err == ''
 
 
+def test_gone_pin_falls_back_for_non_root(monkeypatch, capsys):
+    """Not root: the lists cannot be refreshed, which is one line; the
+    fallback to the newest works as for root."""
+    apt, meta, dep = SERIES['6.1']
+    fake = FakeApt({dep: ['1.0']}, {meta: [dep]})
+    fake.install(monkeypatch, apt)
+    monkeypatch.setattr(apt, 'update', kernels.Apt.update.__get__(apt))
+    monkeypatch.setattr(kernels.os, 'geteuid', lambda: 1000)
+    kver, pin = kernels._choice('6.1')
+    assert pin is None and kver == dep.removeprefix('linux-image-')
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 2, err
+    assert 'only root can run it; going on with the lists as they are' \
+        in err[0]
+    assert 'is no longer in the archive' in err[1]
+
+
 def test_newest_in_cache_is_not_the_pin(monkeypatch):
     """A cached kernel other than the pin does not stop the pin's lookup."""
     _cache('6.1', '6.1.0-1-amd64')

@@ -206,12 +206,18 @@ class Apt:
 
     def update(self, strict=False):
         """Run `apt-get update` (root only) at most once per process.  If it
-        fails, strict (kernels-update) raises KernelError with apt's stderr;
-        else one line on stderr, and the lists stay as they are."""
+        fails or we are not root, strict (kernels-update) raises KernelError
+        with the reason; else one line on stderr, and the lists stay as they
+        are (a pin they lack then falls back to the newest kernel)."""
         if os.geteuid() != 0:
-            raise KernelError(f'the apt lists of {self.where} need an '
-                              '`apt-get update`, and only root can run it: '
-                              'run as root')
+            msg = (f'the apt lists of {self.where} need an `apt-get update`, '
+                   'and only root can run it')
+            if strict:
+                raise KernelError(f'{msg}: run as root')
+            if not self.updated:
+                self.updated = True
+                log(f'{msg}; going on with the lists as they are')
+            return
         if not self.updated:
             self.updated = True
             self.failed = self._update()
