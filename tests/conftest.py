@@ -82,7 +82,8 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.vm)
         if noqemu and item.get_closest_marker('vm'):
             item.add_marker(pytest.mark.skip(
-                reason=f'{harness.QEMU} missing (apt-get install qemu-system-x86)'))
+                reason=f'{harness.QEMU} missing: sh tests/deps.sh installs '
+                       'QEMU >= 10.0 (bookworm-backports)'))
 
 
 class VM:

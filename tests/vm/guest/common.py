@@ -37,10 +37,14 @@ def cpu_usage(rel):
 
 
 def settle(samples=3):
-    """Wait until the sampler has completed @samples more samples."""
+    """Wait until the sampler has completed @samples more samples (30 s at
+    most: a sampler that stopped is an error here, not a later assertion)."""
     start = info()['samples']
     deadline = time.monotonic() + 30
-    while info()['samples'] < start + samples and time.monotonic() < deadline:
+    while info()['samples'] < start + samples:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f'the sampler did not complete {samples} '
+                               'samples in 30 s')
         time.sleep(0.05)
 
 
@@ -123,14 +127,13 @@ def freeze(rel, frozen=True, timeout=30):
         time.sleep(0.01)
 
 
-def compare_usage(cgs, settle_first=True):
+def compare_usage(cgs):
     """usage_usec of each cgroup in @cgs against the kernel's cpu.stat, once
     the cgroups are quiet (their tasks have exited): after the samples that
     charge their last slices, the cgroups' figures read in one snapshot.
     Returns {cgroup: {ours, kernel, diff, rel, wakeups, impact_usec,
     energy_uj}}."""
-    if settle_first:
-        settle()
+    settle()
     snap = snapshot(cgs)['stat']
     out = {}
     for cg in cgs:

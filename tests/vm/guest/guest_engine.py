@@ -44,10 +44,11 @@ def s_equal_pinned(ctx):
 
 def s_twice(ctx):
     mkcg('tw_x', 'tw_y')
-    # All three on one CPU: the scheduler gives each loop a third of it, so
-    # tw_x runs twice as long as tw_y whatever the host does to the vCPUs.
-    ps = [W.start('tw_x', 'busy', 3, cpu=1), W.start('tw_x', 'busy', 3, cpu=1),
-          W.start('tw_y', 'busy', 3, cpu=1)]
+    # All three on one CPU, each spinning until it has used 1 s of CPU time:
+    # tw_x runs twice as long as tw_y however far apart the loops start and
+    # whatever the host does to the vCPUs.
+    ps = [W.start('tw_x', 'cpu', 1, cpu=1), W.start('tw_x', 'cpu', 1, cpu=1),
+          W.start('tw_y', 'cpu', 1, cpu=1)]
     for p in ps:
         p.wait()
     settle()
@@ -82,10 +83,11 @@ def s_removed_child(ctx):
 def s_overflow(ctx):
     # 100 sleepers on CPU 0, each waking every 20 ms: every 250 ms interval
     # meets all of them (about 12 wakeups each), more than the 32 cache slots.
-    # Each drain makes records for at least 16 cgroups that overflowed without
-    # one, so after the last start every cgroup has its own record within
-    # ceil(68 / 16) = 5 intervals (1.25 s) and is charged there for the rest
-    # of its 3 s.
+    # Each drain makes records for the cgroups that took slots and for 16
+    # more that overflowed without one (while 16 are left): a cgroup can be
+    # passed over in at most 99 / 16 intervals, so it has its own record
+    # within 7 intervals (1.75 s) of its start, however the starts spread,
+    # and is charged there for the rest of its 3 s.
     n = 100
     old = get_param('interval_ms')
     set_param('interval_ms', 250)
@@ -150,6 +152,8 @@ def s_bad_input(ctx):
 def s_churn(ctx):
     n = ctx['churn']
     mkcg('churn')
+    # Two reaper passes for the records of cgroups that earlier scenarios
+    # removed: one not freed yet only raises start, which loosens the check.
     settle()
     time.sleep(2.5)
     settle()

@@ -4,11 +4,14 @@
  * cgroup is too heavy under TCG).
  *
  *   cgwork [-c CGROUP_DIR] [-p CPU] busy SECONDS
+ *   cgwork [-c CGROUP_DIR] [-p CPU] cpu CPU_SECONDS
  *   cgwork [-c CGROUP_DIR] [-p CPU] sleeper PERIOD_US SECONDS
  *   cgwork [-c CGROUP_DIR] [-p CPU] spawn N BUSY_US
  *   cgwork [-c CGROUP_DIR] [-p CPU] hop BASE_DIR N BUSY_US
  *
  * -c moves the process into the cgroup first, -p pins it to one CPU.
+ * busy spins for SECONDS of wall time, cpu until the process has used
+ * CPU_SECONDS of CPU time, however long the CPU is shared.
  * hop creates BASE_DIR/hN, runs BUSY_US in it, moves back and removes it, N
  * times: cgroup churn without a process per cgroup.
  */
@@ -40,6 +43,18 @@ static void spin_for(double sec)
 	while (now() < end)
 		for (int i = 0; i < 1000; i++)
 			x++;
+}
+
+static void spin_cpu(double sec)
+{
+	volatile unsigned long x = 0;
+	struct timespec ts;
+
+	do {
+		for (int i = 0; i < 1000; i++)
+			x++;
+		clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	} while (ts.tv_sec + ts.tv_nsec / 1e9 < sec);
 }
 
 static int join(const char *dir)
@@ -114,6 +129,10 @@ int main(int argc, char **argv)
 		spin_for(atof(argv[1]));
 		return 0;
 	}
+	if (argc >= 2 && !strcmp(argv[0], "cpu")) {
+		spin_cpu(atof(argv[1]));
+		return 0;
+	}
 	if (argc >= 3 && !strcmp(argv[0], "sleeper")) {
 		double end = now() + atof(argv[2]);
 		long period = atol(argv[1]);
@@ -142,6 +161,6 @@ int main(int argc, char **argv)
 	}
 	if (argc >= 4 && !strcmp(argv[0], "hop"))
 		return hop(argv[1], atol(argv[2]), atol(argv[3]));
-	fprintf(stderr, "usage: cgwork [-c CGROUP] [-p CPU] busy SEC | sleeper PERIOD_US SEC | spawn N BUSY_US | hop BASE N BUSY_US\n");
+	fprintf(stderr, "usage: cgwork [-c CGROUP] [-p CPU] busy SEC | cpu CPU_SEC | sleeper PERIOD_US SEC | spawn N BUSY_US | hop BASE N BUSY_US\n");
 	return 2;
 }

@@ -4,7 +4,6 @@
 console progress lines, dump both vCPUs via the QEMU monitor, kill.
 usage: run.py TAG STALL_S -- guest-args...   prints one JSON line."""
 import json, os, re, socket, subprocess, sys, threading, time, shlex
-from pathlib import Path
 sys.path.insert(0, 'tests/vm')
 import harness, kernels, initramfs
 
