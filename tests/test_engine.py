@@ -52,8 +52,11 @@ def test_twice_the_time_twice_the_energy(res):
     x, y = r['tw_x'], r['tw_y']
     t_ratio = x['usage_usec'] / y['usage_usec']
     e_ratio = x['energy_uj'] / y['energy_uj']
-    assert 1.6 <= t_ratio <= 2.4, r           # the premise: 2 loops vs 1
-    assert abs(e_ratio / t_ratio - 1) <= 0.20, (e_ratio, t_ratio)
+    # The premise, 2 loops of 1 CPU-second against 1: measured 1.992 and
+    # 1.998 (exec and exit add a few ms per loop).
+    assert 1.9 <= t_ratio <= 2.1, r
+    # Energy follows time on one CPU: measured 1.0002 and 1.0053 of it.
+    assert abs(e_ratio / t_ratio - 1) <= 0.05, (e_ratio, t_ratio)
 
 
 def test_parent_is_sum_of_children(res):
