@@ -146,17 +146,24 @@ def test_hotplug_keeps_conservation(res):
 
 def test_idle_cpu_is_not_woken_to_be_drained(res):
     r = ok(res, 's_quiet')
-    # 3 s of a quiet 2-CPU guest: a CPU that stayed idle for a whole
-    # interval is drained without an IPI, most intervals on one CPU at least
-    # (6.12: 22 of 29). Not on PREEMPT_RT: there the sampler's own timer
-    # expires in a ktimers thread on one CPU and its worker runs on the
-    # other, so in a 2-CPU guest no CPU stays idle for a whole interval.
-    assert r['samples'] >= 20, r
+    # 5 s of a quiet 2-CPU guest, 100 ms intervals: the sampler keeps its
+    # period (29-30 samples in 3 s measured on every kernel) ...
+    assert r['samples'] >= 40, r
     # ... and not more often than every interval_ms (the window is measured
     # from the first sample to the last)
     assert r['samples'] <= r['window_s'] * 1000 / r['interval_ms'] + 1, r
+    # A CPU that stayed idle for a whole interval is drained without an
+    # IPI. The CPU that runs the sampler's work is never quiet, so at most
+    # one drain per sample is. How often the other CPU stays idle for a whole
+    # interval is the guest kernel's doing: in 3 s windows, 6.1 20-25 of 30,
+    # 6.12 18-24 of 29, sid (7.2) 13-15 of 30, where rcu_preempt and kdamond
+    # wake both CPUs about 30 times a second (sched_wakeup traced); a fifth
+    # of the samples is 4 standard deviations below sid's mean over 50.
+    # Not on PREEMPT_RT: there the sampler's own timer expires in a ktimers
+    # thread on one CPU and its worker runs on the other, so in a 2-CPU
+    # guest no CPU stays idle for a whole interval.
     if not r['rt']:
-        assert r['quiet'] >= 0.5 * r['samples'], r
+        assert 0.2 * r['samples'] <= r['quiet'] <= r['samples'], r
     # ... and its idle time still counts: against /proc/stat (whose
     # tick-sampled idle excludes IRQ time, which ours includes)
     k = r['proc_stat_idle_usec']

@@ -223,10 +223,10 @@ def s_quiet(ctx):
     """An idle CPU is not woken to be drained, and its idle time counts.
     The window starts and ends just after a sample, each end one snapshot
     (energy.stat, energy.info and /proc/stat read while no sample completed):
-    the module's idle time and /proc/stat's cover the same 3 s."""
+    the module's idle time and /proc/stat's cover the same 5 s."""
     settle(1)
     a = next_sample(extra=proc_idle_usec)
-    time.sleep(3)
+    time.sleep(5)
     b = next_sample(extra=proc_idle_usec)
     i0, i1 = a['info'], b['info']
     return {'rt': 'PREEMPT_RT' in os.uname().version,
