@@ -45,16 +45,24 @@ static void spin_for(double sec)
 			x++;
 }
 
+static double cpu_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* From here, not from exec: what ran before -c's move is not the cgroup's. */
 static void spin_cpu(double sec)
 {
 	volatile unsigned long x = 0;
-	struct timespec ts;
+	double end = cpu_now() + sec;
 
 	do {
 		for (int i = 0; i < 1000; i++)
 			x++;
-		clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-	} while (ts.tv_sec + ts.tv_nsec / 1e9 < sec);
+	} while (cpu_now() < end);
 }
 
 static int join(const char *dir)
