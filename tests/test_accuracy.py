@@ -57,9 +57,17 @@ def test_usage_matches_cpu_stat(res, cg):
 def test_sleeper_counts_wakeups(res):
     r = res['s_accuracy']
     assert 'error' not in r, r['error']
-    # 2 ms sleeps for 2 s: hundreds of wakeups, at most one per sleep (and
-    # a few for its start); a busy loop: a handful.
-    assert 200 <= r['sleeper']['wakeups'] <= 1000 + 20, r['sleeper']
+    s = r['sleeper']
+    # Against the kernel's count of the sleeper's sleeps (its voluntary
+    # context switches), not a rate: a loaded host starves the vCPU (72
+    # wakeups in 2 s once). Premise: 50 sleeps, 1/20 of the nominal 2 ms.
+    assert s['sleeps'] >= 50, s
+    # At most one wakeup per sleep, and a few from idle CPUs the unpinned
+    # sleeper migrated to. At least 0.8 of them: 0.977-0.990 measured on
+    # all five kernels with and without nohz_full; 0.935 with three CPU
+    # hogs on the host's two cores (the vCPU sometimes finds a kworker
+    # running when the sleeper wakes: no wakeup from idle).
+    assert 0.8 * s['sleeps'] <= s['wakeups'] <= s['sleeps'] + 20, s
     assert r['busy']['wakeups'] <= 20, r['busy']
 
 

@@ -29,11 +29,14 @@ def test_defaults(res):
 def test_wakeups_counted(res):
     r = ok(res, 's_split_impact')
     secs = r['run_s']
-    # 2 ms sleeps: 500/s on hardware; 440-580/s in the final make check
-    # runs under TCG on all five kernels. A busy loop: a handful.
-    assert r['sleeper']['wakeups'] / secs >= 100, r
-    # at most one wakeup per 2 ms over its RUN_S + 1 s, and its start
-    assert r['sleeper']['wakeups'] <= 500 * (secs + 1) + 20, r
+    # Against the kernel's count of the sleeper's sleeps (voluntary context
+    # switches), as in test_accuracy: premise 50 sleeps; at most one wakeup
+    # per sleep and its start (pinning moves it to CPU 1 while runnable), at
+    # least 0.8 of them: 0.987-0.991 measured on the five kernels, 0.932
+    # with three CPU hogs on the host. A busy loop: a handful.
+    w = r['sleeper']['wakeups']
+    assert r['sleeps'] >= 50, r
+    assert 0.8 * r['sleeps'] <= w <= r['sleeps'] + 5, r
     assert r['busy']['wakeups'] / secs <= 5, r
 
 

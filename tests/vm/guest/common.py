@@ -193,6 +193,17 @@ class Work:
         if p.wait():
             raise RuntimeError(f'cgwork {args} in {cg} failed: {p.returncode}')
 
+    @staticmethod
+    def sleeps(p):
+        """Wait for @p and return the kernel's count of its voluntary context
+        switches (wait4's ru_nvcsw): for a sleeper, its sleeps, the bound on
+        the wakeups it can cause that the module did not compute."""
+        _, status, ru = os.wait4(p.pid, 0)
+        p.returncode = os.waitstatus_to_exitcode(status)
+        if p.returncode:
+            raise RuntimeError(f'cgwork {p.args} failed: {p.returncode}')
+        return ru.ru_nvcsw
+
 
 def scenarios(funcs, ctx):
     """Run each scenario, collect its result dict or its error, print JSON."""

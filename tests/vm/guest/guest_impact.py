@@ -34,11 +34,11 @@ def side_by_side(tag):
     s = snapshot([busy, sleeper])['stat']
     b0, s0 = s[busy], s[sleeper]
     a.wait()
-    b.wait()
+    sleeps = W.sleeps(b)
     settle()
     s = snapshot([busy, sleeper])['stat']
     b1, s1 = s[busy], s[sleeper]
-    return {'busy': b1, 'sleeper': s1,
+    return {'busy': b1, 'sleeper': s1, 'sleeps': sleeps,
             'busy_delta': {k: b1[k] - b0[k] for k in b1},
             'sleeper_delta': {k: s1[k] - s0[k] for k in s1},
             'run_s': RUN_S}
