@@ -77,13 +77,13 @@ def s_coefficient_change(ctx):
     settle(1)                    # a sample at the new coefficient, then
     again = snapshot(['coef'])   # the past is not recomputed
     freeze('coef', False)
-    p.wait()
+    sleeps = W.sleeps(p)
     settle()
     after = stat('coef')
     set_param('kcpu_wakeups', '2e-4')
     return {'before': before['stat']['coef'], 'again': again['stat']['coef'],
             'samples_between': again['info']['samples']
-            - before['info']['samples'], 'after': after,
+            - before['info']['samples'], 'after': after, 'sleeps': sleeps,
             'param_after_reset': get_param('kcpu_wakeups')}
 
 
