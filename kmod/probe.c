@@ -91,8 +91,8 @@ static inline bool cge_task_background(struct task_struct *p)
 
 /*
  * Ask the sampler for a record for @cgid, which the overflow path met without
- * one, once per interval: a cgroup that switches often must not fill the list
- * alone, so each drain makes records for up to CGE_WANTS distinct cgroups.
+ * one, once per drain of this CPU: a cgroup that switches often must not fill
+ * the list alone; each drain makes records for up to CGE_WANTS distinct ones.
  */
 static void cge_want(struct cge_cpu_sample *s, u64 cgid, u64 parent)
 {

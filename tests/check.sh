@@ -159,7 +159,7 @@ stage debug debug_stage
 
 echo "==== check: durations"
 printf '%s' "$summary"
-$PY - "$OUT" "$(( $(now) - T0 ))" "$(git rev-parse --short HEAD 2>/dev/null)" \
+$PY - "$OUT" "$(( $(now) - T0 ))" "$(git describe --always --dirty 2>/dev/null)" \
 	"$CACHE" "$CACHE_EMPTY" <<'PYEOF'
 import glob, json, sys, time
 import xml.etree.ElementTree as ET
@@ -170,17 +170,23 @@ for line in open(out + '/timings.tsv'):
     name, secs, rc = line.split('\t')
     stages[name] = {'seconds': int(secs), 'rc': int(rc)}
 t = f = s = 0
-for x in glob.glob(sys.argv[1] + '/*.xml'):
-    for ts in ET.parse(x).getroot().iter('testsuite'):
+failed = []
+for x in sorted(glob.glob(sys.argv[1] + '/*.xml')):
+    root = ET.parse(x).getroot()
+    for ts in root.iter('testsuite'):
         n = int(ts.get('tests', 0))
         bad = int(ts.get('failures', 0)) + int(ts.get('errors', 0))
         sk = int(ts.get('skipped', 0))
         t += n - bad - sk
         f += bad
         s += sk
+    for tc in root.iter('testcase'):
+        if tc.find('failure') is not None or tc.find('error') is not None:
+            failed.append(f"{tc.get('classname')}::{tc.get('name')}")
 doc = {'commit': commit, 'finished': time.strftime('%Y-%m-%dT%H:%M:%S%z'),
        'total_seconds': total, 'cache': cache, 'stages': stages,
-       'tests': {'passed': t, 'failed': f, 'skipped': s}}
+       'tests': {'passed': t, 'failed': f, 'skipped': s,
+                 'failed_ids': failed}}
 with open(out + '/timings.json', 'w') as fh:
     fh.write(json.dumps(doc, indent=1) + '\n')
 print(f'check: total {total // 60} min {total % 60} s '

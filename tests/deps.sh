@@ -25,11 +25,11 @@ WHY="QEMU 7.2's multi-threaded TCG runs a stale int3 after the kernel\
 
 missing=""
 for p in $PKGS; do
-	dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q '^install ok installed' ||
+	dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q ' ok installed$' ||
 		missing="$missing $p"
 done
 qver=$(dpkg-query -W -f='${Status} ${Version}\n' $QEMU_PKG 2>/dev/null |
-	sed -n 's/^install ok installed //p')
+	sed -n 's/^[a-z]* ok installed //p')
 qemu_ok=0
 [ -n "$qver" ] && dpkg --compare-versions "$qver" ge "$QEMU_MIN" && qemu_ok=1
 [ -z "$missing" ] && [ $qemu_ok = 1 ] && exit 0

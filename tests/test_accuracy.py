@@ -58,16 +58,17 @@ def test_sleeper_counts_wakeups(res):
     r = res['s_accuracy']
     assert 'error' not in r, r['error']
     s = r['sleeper']
-    # Against the kernel's count of the sleeper's sleeps (its voluntary
-    # context switches), not a rate: a loaded host starves the vCPU (72
-    # wakeups in 2 s once). Premise: 50 sleeps, 1/20 of the nominal 2 ms.
+    # Against the kernel's count of the sleeper's context switches (wait4),
+    # not a rate: a loaded host starves the vCPU (72 wakeups in 2 s once).
+    # Premise: 50 sleeps, 1/20 of the nominal 2 ms.
     assert s['sleeps'] >= 50, s
-    # At most one wakeup per sleep, and a few from idle CPUs the unpinned
-    # sleeper migrated to. At least 0.8 of them: 0.977-0.990 measured on
-    # all five kernels with and without nohz_full; 0.935 with three CPU
-    # hogs on the host's two cores (the vCPU sometimes finds a kworker
-    # running when the sleeper wakes: no wakeup from idle).
-    assert 0.8 * s['sleeps'] <= s['wakeups'] <= s['sleeps'] + 20, s
+    print('MEASURE', json.dumps({'test': 'accuracy', 'mode': res['_mode'], 'sleeper': s}))
+    # At most one wakeup per time it was switched in (Work.switches). At
+    # least 0.8 of its sleeps: 0.979-0.988 measured on the five kernels with
+    # and without nohz_full, 0.935-0.975 with three CPU hogs on the host's
+    # two cores (tests/results/sleeper-wakeups.jsonl; a CPU that ran
+    # something else while the sleeper slept gives no wakeup from idle).
+    assert 0.8 * s['sleeps'] <= s['wakeups'] <= s['switched'] + 1, s
     assert r['busy']['wakeups'] <= 20, r['busy']
 
 

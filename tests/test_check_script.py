@@ -90,6 +90,22 @@ def test_timings_say_whether_the_cache_was_empty(tmp_path):
         (cache / 'kernels').mkdir(exist_ok=True)
 
 
+def test_timings_name_the_failed_tests(tmp_path):
+    xml = ('<testsuites><testsuite tests="3" failures="1" errors="0" '
+           'skipped="1"><testcase classname="tests.test_x" name="test_a"/>'
+           '<testcase classname="tests.test_x" name="test_b[6.1]">'
+           '<failure message="no"/></testcase><testcase classname="tests.'
+           'test_x" name="test_c"><skipped/></testcase></testsuite>'
+           '</testsuites>')
+    repo = fake_repo(tmp_path, style=f"echo '{xml}' > .build/check/s.xml; "
+                     'exit 1')
+    r, _ = check(repo, CGE_STAGES='style')
+    assert r.returncode == 1
+    assert timings(repo)[1]['tests'] == {
+        'passed': 1, 'failed': 1, 'skipped': 1,
+        'failed_ids': ['tests.test_x::test_b[6.1]']}
+
+
 def test_failed_stage_fails(tmp_path):
     repo = fake_repo(tmp_path, style='exit 1')
     r, _ = check(repo, CGE_STAGES='style')
@@ -173,9 +189,10 @@ def test_interrupted_run_stops_the_debug_build(tmp_path):
 STUB = '#!/bin/sh\necho "$(basename "$0") $*" >> "$CALLS"\n'
 
 
-def deps(tmp_path, codename, qemu, policy='', apt_get=':'):
+def deps(tmp_path, codename, qemu, policy='', apt_get=':', want='install'):
     """deps.sh with /etc/os-release and its apt source file redirected into
-    tmp_path, every package but QEMU installed, QEMU at version qemu,
+    tmp_path, every package but QEMU installed (dpkg's want: want), QEMU at
+    version qemu,
     apt-cache policy printing policy, apt-get running the shell code apt_get
     and sleep doing nothing; returns (result, calls, source)."""
     b = tmp_path / 'bin'
@@ -191,9 +208,9 @@ def deps(tmp_path, codename, qemu, policy='', apt_get=':'):
     (tmp_path / 'deps.sh').write_text(script)
     stubs = {
         'dpkg-query': 'case "$*" in *qemu-system-x86*) case "$*" in '
-                      '*Status*) echo "install ok installed $QV" ;; '
+                      '*Status*) echo "$WANT ok installed $QV" ;; '
                       '*) echo "$QV" ;; esac ;; '
-                      '*) echo "install ok installed" ;; esac',
+                      '*) echo "$WANT ok installed" ;; esac',
         'id': 'echo 0',
         'apt-get': apt_get,
         'sleep': ':',
@@ -204,7 +221,7 @@ def deps(tmp_path, codename, qemu, policy='', apt_get=':'):
         (b / name).chmod(0o755)
     calls = tmp_path / 'calls'
     env = dict(os.environ, PATH=f'{b}:{os.environ["PATH"]}', QV=qemu,
-               POLICY=policy, CALLS=str(calls))
+               POLICY=policy, CALLS=str(calls), WANT=want)
     r = subprocess.run(['/bin/sh', str(tmp_path / 'deps.sh')], env=env,
                        capture_output=True, text=True, timeout=30)
     return r, (calls.read_text().splitlines() if calls.exists() else []), src
@@ -214,6 +231,14 @@ BPO_POLICY = (' 100 http://deb.debian.org/debian bookworm-backports/main '
               'amd64 Packages\n     release o=Debian Backports,'
               'a=oldstable-backports,n=bookworm-backports,l=Debian Backports,'
               'c=main,b=amd64')
+
+
+def test_deps_held_packages_count_as_installed(tmp_path):
+    # apt-mark hold: "hold ok installed"; nothing to install, apt not run
+    r, calls, src = deps(tmp_path, 'bookworm', '1:10.0.2+ds-2+deb13u1~bpo12+1',
+                         want='hold')
+    assert r.returncode == 0, r.stderr
+    assert not [c for c in calls if c.startswith("apt")], calls
 
 
 def test_deps_old_qemu_elsewhere_refused(tmp_path):
@@ -239,6 +264,8 @@ def test_deps_bookworm_adds_backports_when_policy_lacks_it(tmp_path):
 def test_deps_bookworm_keeps_existing_backports(tmp_path):
     r, calls, src = deps(tmp_path, 'bookworm', '1:7.2+dfsg-7',
                          policy=BPO_POLICY)
+    # the stubbed install leaves 7.2, as above
+    assert r.returncode == 1 and 'QEMU >= 10.0 is needed' in r.stderr
     assert not src.exists()
     assert calls.count('apt-get update -q') == 1
     assert any('-t bookworm-backports qemu-system-x86' in c for c in calls)

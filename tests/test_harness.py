@@ -2,6 +2,7 @@
 """Tests of the VM harness itself: boots, runs commands, catches splats."""
 import re
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -144,6 +145,29 @@ def test_old_qemu_refused(monkeypatch):
     monkeypatch.setattr(harness, 'qemu_version', lambda: None)
     with pytest.raises(harness.VMError, match='not found'):
         harness.run_vm('6.1', 'true')
+
+
+def test_boot_stuck_before_init_is_retried_once(monkeypatch, tmp_path,
+                                                  capsys):
+    # a "QEMU" that never reaches the guest's init: stopped at the deadline,
+    # booted once more, then a failure that says so
+    monkeypatch.setenv('CGE_RUNS', str(tmp_path))
+    monkeypatch.setattr(harness, 'BOOT_DEADLINE', 2)
+    monkeypatch.setattr(harness, 'check_qemu', lambda: None)
+    monkeypatch.setattr(harness.kernels, 'kernel',
+                        lambda f: kernels.Kernel(f, '6.1.0-test', tmp_path))
+    monkeypatch.setattr(harness.initramfs, 'build', lambda k: None)
+    monkeypatch.setattr(harness, 'qemu_command',
+                        lambda *a: ['sh', '-c', 'echo smpboot; exec sleep 60'])
+    t0 = time.monotonic()
+    with pytest.raises(harness.VMError, match='did not reach its init in 2 s '
+                       'twice'):
+        harness.run_vm('6.1', 'true', timeout=60)
+    assert time.monotonic() - t0 < 20
+    assert 'booting it again' in capsys.readouterr().err
+    runs = [d for d in tmp_path.iterdir() if not d.is_symlink()]
+    assert len(runs) == 2
+    assert all('smpboot' in (d / 'console.log').read_text() for d in runs)
 
 
 def test_installed_qemu_is_new_enough():

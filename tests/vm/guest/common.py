@@ -194,15 +194,17 @@ class Work:
             raise RuntimeError(f'cgwork {args} in {cg} failed: {p.returncode}')
 
     @staticmethod
-    def sleeps(p):
-        """Wait for @p and return the kernel's count of its voluntary context
-        switches (wait4's ru_nvcsw): for a sleeper, its sleeps, the bound on
-        the wakeups it can cause that the module did not compute."""
+    def switches(p):
+        """Wait for @p and return the kernel's count of its context switches
+        (wait4): {'sleeps': voluntary (for a sleeper, its sleeps), 'switched':
+        voluntary + involuntary}. A task's cgroup gets a wakeup only when the
+        task is switched in, so a cgroup of one task has at most switched + 1
+        (its first run): a bound the module did not compute."""
         _, status, ru = os.wait4(p.pid, 0)
         p.returncode = os.waitstatus_to_exitcode(status)
         if p.returncode:
             raise RuntimeError(f'cgwork {p.args} failed: {p.returncode}')
-        return ru.ru_nvcsw
+        return {'sleeps': ru.ru_nvcsw, 'switched': ru.ru_nvcsw + ru.ru_nivcsw}
 
 
 def scenarios(funcs, ctx):

@@ -50,12 +50,12 @@ def s_accuracy(ctx):
     b = W.start('busy', 'busy', 2)
     c = W.start('sleeper', 'sleeper', 2000, 2)
     b.wait()
-    sleeps = W.sleeps(c)
+    switches = W.switches(c)
     sh(f'chrt -f 10 {CGWORK} -c {CG}/fifo_cpu1 -p 1 busy 0.5')
     W.run('spawn', 'spawn', 300, 2000)
     out = compare_usage(cgs)
     out['root_ok'] = conservation_ok(stat())
-    out['sleeper']['sleeps'] = sleeps
+    out['sleeper'].update(switches)
     return out
 
 

@@ -91,13 +91,15 @@ def s_overflow(ctx):
     n = 100
     old = get_param('interval_ms')
     set_param('interval_ms', 250)
-    before = info()['cache_overflows']
-    cgs = [f'ovf/o{i}' for i in range(n)]
-    mkcg(*cgs)
-    ps = [W.start(cg, 'sleeper', 20000, 3, cpu=0) for cg in cgs]
-    for p in ps:
-        p.wait()
-    set_param('interval_ms', old)
+    try:
+        before = info()['cache_overflows']
+        cgs = [f'ovf/o{i}' for i in range(n)]
+        mkcg(*cgs)
+        ps = [W.start(cg, 'sleeper', 20000, 3, cpu=0) for cg in cgs]
+        for p in ps:
+            p.wait()
+    finally:                    # later scenarios assume the default
+        set_param('interval_ms', old)
     settle()
     per = [stat(cg) for cg in cgs]
     return {'overflows': info()['cache_overflows'] - before,

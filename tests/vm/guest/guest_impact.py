@@ -34,11 +34,11 @@ def side_by_side(tag):
     s = snapshot([busy, sleeper])['stat']
     b0, s0 = s[busy], s[sleeper]
     a.wait()
-    sleeps = W.sleeps(b)
+    switches = W.switches(b)
     settle()
     s = snapshot([busy, sleeper])['stat']
     b1, s1 = s[busy], s[sleeper]
-    return {'busy': b1, 'sleeper': s1, 'sleeps': sleeps,
+    return {'busy': b1, 'sleeper': s1, 'switches': switches,
             'busy_delta': {k: b1[k] - b0[k] for k in b1},
             'sleeper_delta': {k: s1[k] - s0[k] for k in s1},
             'run_s': RUN_S}
@@ -71,19 +71,24 @@ def s_coefficient_change(ctx):
     # between the reads changes nothing of it, and all that it runs after
     # the change is charged at the new coefficient.
     freeze('coef')
-    settle(2)
-    before = snapshot(['coef'])
-    set_param('kcpu_wakeups', '0.001')
-    settle(1)                    # a sample at the new coefficient, then
-    again = snapshot(['coef'])   # the past is not recomputed
-    freeze('coef', False)
-    sleeps = W.sleeps(p)
-    settle()
-    after = stat('coef')
-    set_param('kcpu_wakeups', '2e-4')
+    try:
+        settle(2)
+        before = snapshot(['coef'])
+        set_param('kcpu_wakeups', '0.001')
+        settle(1)                    # a sample at the new coefficient, then
+        again = snapshot(['coef'])   # the past is not recomputed
+    finally:                         # later scenarios get what they expect
+        freeze('coef', False)
+    try:
+        switches = W.switches(p)
+        settle()
+        after = stat('coef')
+    finally:
+        set_param('kcpu_wakeups', '2e-4')
     return {'before': before['stat']['coef'], 'again': again['stat']['coef'],
             'samples_between': again['info']['samples']
-            - before['info']['samples'], 'after': after, 'sleeps': sleeps,
+            - before['info']['samples'], 'after': after,
+            'switches': switches,
             'param_after_reset': get_param('kcpu_wakeups')}
 
 
