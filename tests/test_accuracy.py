@@ -62,12 +62,12 @@ def test_sleeper_counts_wakeups(res):
     # not a rate: a loaded host starves the vCPU (72 wakeups in 2 s once).
     # Premise: 50 sleeps, 1/20 of the nominal 2 ms.
     assert s['sleeps'] >= 50, s
-    print('MEASURE', json.dumps({'test': 'accuracy', 'mode': res['_mode'], 'sleeper': s}))
     # At most one wakeup per time it was switched in (Work.switches). At
     # least 0.8 of its sleeps: 0.979-0.988 measured on the five kernels with
     # and without nohz_full, 0.935-0.975 with three CPU hogs on the host's
-    # two cores (tests/results/sleeper-wakeups.jsonl; a CPU that ran
-    # something else while the sleeper slept gives no wakeup from idle).
+    # two cores, 0.937-0.972 beside another make check
+    # (tests/results/sleeper-wakeups.jsonl; a CPU that ran something else
+    # while the sleeper slept gives no wakeup from idle).
     assert 0.8 * s['sleeps'] <= s['wakeups'] <= s['switched'] + 1, s
     assert r['busy']['wakeups'] <= 20, r['busy']
 

@@ -32,11 +32,11 @@ def test_wakeups_counted(res):
     # Against the kernel's count of the sleeper's context switches, as in
     # test_accuracy: premise 50 sleeps; at most one wakeup per time it was
     # switched in; at least 0.8 of its sleeps: 0.987-0.991 measured on the
-    # five kernels, 0.932-0.982 with three CPU hogs on the host
-    # (tests/results/sleeper-wakeups.jsonl). A busy loop: a handful.
+    # five kernels, 0.932-0.982 with three CPU hogs on the host, 0.946-0.990
+    # beside another make check (tests/results/sleeper-wakeups.jsonl). A
+    # busy loop: a handful.
     w, sw = r['sleeper']['wakeups'], r['switches']
     assert sw['sleeps'] >= 50, r
-    import json; print('MEASURE', json.dumps({'test': 'impact', 'wakeups': w, **sw}))
     assert 0.8 * sw['sleeps'] <= w <= sw['switched'] + 1, r
     assert r['busy']['wakeups'] / secs <= 5, r
 
