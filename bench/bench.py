@@ -22,8 +22,10 @@ import datetime
 import json
 import os
 import platform
+import random
 import re
 import shlex
+import statistics
 import subprocess
 import sys
 import threading
@@ -51,8 +53,13 @@ TARGET_RATIO = 0.97
 TARGET_CGROUP_BYTES = 256
 TARGET_CPU_BYTES = 4096
 TARGET_NS_BARE_METAL = 50
-# make check (tests/test_bench.py): only a gross regression fails.
-GROSS_RATIO = 0.85
+# make check (tests/test_bench.py): only a gross regression fails.  The
+# median of SHORT's 12 pairwise B/A ratios is noisy: resampled from the 40
+# of the committed make bench run (gross_ratio_quantile()), it falls below
+# 0.795 once in 1,000 short runs, below 0.85 once in 20 (0.85 was the limit
+# until a make check with no regression measured 0.790). 0.70 is below
+# that, and a module costing 30 % of the pipe benchmark's throughput fails.
+GROSS_RATIO = 0.70
 GROSS_NS_FACTOR = 3.0
 
 # The short version for make check: pipe only, B only, 12 pairs.
@@ -98,6 +105,17 @@ def gross_regression(tput, selftime, baseline):
                        f'{GROSS_NS_FACTOR:g} x baseline '
                        f'{baseline["ns_per_switch"]} ns')
     return bad
+
+
+def gross_ratio_quantile(ratios, q, pairs=None, draws=100000):
+    """The q quantile of the median of @pairs (SHORT's) B/A ratios drawn
+    with replacement from @ratios (a full run's): how low make check's
+    median falls by chance."""
+    pairs = pairs or SHORT['pairs']
+    rnd = random.Random(1)
+    meds = sorted(statistics.median(rnd.choices(ratios, k=pairs))
+                  for _ in range(draws))
+    return meds[int(q * draws)]
 
 
 def log(msg):

@@ -7,7 +7,8 @@ paired with the A run next to it), and the self-timing build
 (CGE_SELFTIME=y) under the same benchmark. Timing in a TCG guest varies by
 about 15 % from run to run, so this fails only on a gross regression:
 
-- the median of the pairwise B/A throughput ratios below 0.85, or
+- the median of the pairwise B/A throughput ratios below 0.70 (below what
+  the measured spread gives by chance: bench.GROSS_RATIO), or
 - the self-timed ns per switch more than 3 times the baseline recorded in
   bench/baseline.json, compared at the same guest speed (the share of the
   benchmark's time spent in the probe, which does not move with the host's
@@ -87,9 +88,19 @@ def test_gross_regression_rule():
     # a slower guest: more ns, same share: fine
     assert bench.gross_regression(tput(ok), selftime(400, 0.01), base) == []
     assert bench.gross_regression(tput(ok), selftime(100, 0.031), base)
-    assert bench.gross_regression(tput([0.8] * 12), selftime(100, 0.01),
+    assert bench.gross_regression(tput([0.65] * 12), selftime(100, 0.01),
                                   base)
     assert bench.gross_regression(tput([1.0] * 9), selftime(100, 0.01), base)
+
+
+def test_gross_ratio_is_below_the_noise():
+    """Self-consistency of the limit with the committed make bench run: a
+    short run's median falls below GROSS_RATIO by chance less than once in
+    1,000 (resampled from the full run's pairwise ratios)."""
+    d = json.loads((REPO / 'bench/results/latest.json').read_text())
+    ratios = d['raw']['throughput']['bench']['pipe']['ratios']['B']
+    assert len(ratios) >= 30, len(ratios)
+    assert bench.GROSS_RATIO < bench.gross_ratio_quantile(ratios, 0.001)
 
 
 def bench_spread(xs):
