@@ -54,11 +54,14 @@ TARGET_CGROUP_BYTES = 256
 TARGET_CPU_BYTES = 4096
 TARGET_NS_BARE_METAL = 50
 # make check (tests/test_bench.py): only a gross regression fails.  The
-# median of SHORT's 12 pairwise B/A ratios is noisy: resampled from the 40
-# of the committed make bench run (gross_ratio_quantile()), it falls below
-# 0.795 once in 1,000 short runs, below 0.85 once in 20 (0.85 was the limit
-# until a make check with no regression measured 0.790). 0.70 is below
-# that, and a module costing 30 % of the pipe benchmark's throughput fails.
+# median of SHORT's 12 pairwise B/A ratios is noisy.  Resampled from the 40
+# of the committed make bench run (gross_ratio_quantile()) it falls below
+# 0.795 once in 1,000 short runs and below 0.85, the limit before, once in
+# 20; a make check with no regression measured 0.790
+# (tests/results/bench-guard.jsonl: make check's shorter loops are noisier
+# than the full run's).  Below 0.70: 0 in 20,000 resampled from either.  A
+# probe that cost 40 % of the throughput more than today's (ratios x 0.6)
+# falls below it in over 99.9 % (30 % more: 89 %).
 GROSS_RATIO = 0.70
 GROSS_NS_FACTOR = 3.0
 
@@ -107,13 +110,14 @@ def gross_regression(tput, selftime, baseline):
     return bad
 
 
-def gross_ratio_quantile(ratios, q, pairs=None, draws=100000):
+def gross_ratio_quantile(ratios, q, scale=1.0, pairs=None, draws=100000):
     """The q quantile of the median of @pairs (SHORT's) B/A ratios drawn
-    with replacement from @ratios (a full run's): how low make check's
-    median falls by chance."""
+    with replacement from @ratios (a run's), each times @scale (0.6: a
+    module that costs 40 % more): how low make check's median falls by
+    chance."""
     pairs = pairs or SHORT['pairs']
     rnd = random.Random(1)
-    meds = sorted(statistics.median(rnd.choices(ratios, k=pairs))
+    meds = sorted(statistics.median(rnd.choices(ratios, k=pairs)) * scale
                   for _ in range(draws))
     return meds[int(q * draws)]
 

@@ -148,6 +148,8 @@ trap '[ -z "$DEBUG_BG" ] || kill -TERM "-$DEBUG_BG" 2>/dev/null' EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 T0=$(now)
+# what is tested: the tree at the start (an edit during the run is not)
+DESCRIBE=$(git describe --always --dirty 2>/dev/null)
 stage deps sh tests/deps.sh
 debug_bg
 stage build make --no-print-directory tool
@@ -159,7 +161,7 @@ stage debug debug_stage
 
 echo "==== check: durations"
 printf '%s' "$summary"
-$PY - "$OUT" "$(( $(now) - T0 ))" "$(git describe --always --dirty 2>/dev/null)" \
+$PY - "$OUT" "$(( $(now) - T0 ))" "$DESCRIBE" \
 	"$CACHE" "$CACHE_EMPTY" <<'PYEOF'
 import glob, json, sys, time
 import xml.etree.ElementTree as ET
@@ -180,9 +182,13 @@ for x in sorted(glob.glob(sys.argv[1] + '/*.xml')):
         t += n - bad - sk
         f += bad
         s += sk
+    # junit's classname::name (tests.test_x::test_y[6.1]), once per test
+    # even when it both fails and errors in teardown
     for tc in root.iter('testcase'):
         if tc.find('failure') is not None or tc.find('error') is not None:
-            failed.append(f"{tc.get('classname')}::{tc.get('name')}")
+            tid = f"{tc.get('classname')}::{tc.get('name')}"
+            if tid not in failed:
+                failed.append(tid)
 doc = {'commit': commit, 'finished': time.strftime('%Y-%m-%dT%H:%M:%S%z'),
        'total_seconds': total, 'cache': cache, 'stages': stages,
        'tests': {'passed': t, 'failed': f, 'skipped': s,

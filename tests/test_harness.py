@@ -161,13 +161,29 @@ def test_boot_stuck_before_init_is_retried_once(monkeypatch, tmp_path,
                         lambda *a: ['sh', '-c', 'echo smpboot; exec sleep 60'])
     t0 = time.monotonic()
     with pytest.raises(harness.VMError, match='did not reach its init in 2 s '
-                       'twice'):
+                       'twice'), pytest.warns(UserWarning, match='again'):
         harness.run_vm('6.1', 'true', timeout=60)
     assert time.monotonic() - t0 < 20
     assert 'booting it again' in capsys.readouterr().err
     runs = [d for d in tmp_path.iterdir() if not d.is_symlink()]
     assert len(runs) == 2
     assert all('smpboot' in (d / 'console.log').read_text() for d in runs)
+
+
+def test_boot_past_init_is_not_retried(monkeypatch, tmp_path):
+    # the guest's init has printed a line: whatever happens next is a
+    # failure of the run, not a boot to retry
+    monkeypatch.setenv('CGE_RUNS', str(tmp_path))
+    monkeypatch.setattr(harness, 'BOOT_DEADLINE', 2)
+    monkeypatch.setattr(harness, 'check_qemu', lambda: None)
+    monkeypatch.setattr(harness.kernels, 'kernel',
+                        lambda f: kernels.Kernel(f, '6.1.0-test', tmp_path))
+    monkeypatch.setattr(harness.initramfs, 'build', lambda k: None)
+    monkeypatch.setattr(harness, 'qemu_command', lambda *a: [
+        'sh', '-c', 'echo "cge-guest: mounting"; exec sleep 60'])
+    with pytest.raises(harness.VMError, match='timed out after 4 s'):
+        harness.run_vm('6.1', 'true', timeout=4)
+    assert len([d for d in tmp_path.iterdir() if not d.is_symlink()]) == 1
 
 
 def test_installed_qemu_is_new_enough():

@@ -70,20 +70,19 @@ def s_coefficient_change(ctx):
     # Frozen and settled, the cgroup has nothing left to charge: a sample
     # between the reads changes nothing of it, and all that it runs after
     # the change is charged at the new coefficient.
-    freeze('coef')
     try:
+        freeze('coef')
         settle(2)
         before = snapshot(['coef'])
         set_param('kcpu_wakeups', '0.001')
         settle(1)                    # a sample at the new coefficient, then
         again = snapshot(['coef'])   # the past is not recomputed
-    finally:                         # later scenarios get what they expect
         freeze('coef', False)
-    try:
         switches = W.switches(p)
         settle()
         after = stat('coef')
-    finally:
+    finally:                         # later scenarios get what they expect
+        freeze('coef', False)
         set_param('kcpu_wakeups', '2e-4')
     return {'before': before['stat']['coef'], 'again': again['stat']['coef'],
             'samples_between': again['info']['samples']
