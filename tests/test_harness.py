@@ -147,10 +147,9 @@ def test_old_qemu_refused(monkeypatch):
         harness.run_vm('6.1', 'true')
 
 
-def test_boot_stuck_before_init_is_retried_once(monkeypatch, tmp_path,
-                                                  capsys):
-    # a "QEMU" that never reaches the guest's init: stopped at the deadline,
-    # booted once more, then a failure that says so
+def stub_boot(monkeypatch, tmp_path, script):
+    """run_vm with a 2 s boot deadline, run directories in tmp_path and
+    `sh -c script` for QEMU."""
     monkeypatch.setenv('CGE_RUNS', str(tmp_path))
     monkeypatch.setattr(harness, 'BOOT_DEADLINE', 2)
     monkeypatch.setattr(harness, 'check_qemu', lambda: None)
@@ -158,7 +157,14 @@ def test_boot_stuck_before_init_is_retried_once(monkeypatch, tmp_path,
                         lambda f: kernels.Kernel(f, '6.1.0-test', tmp_path))
     monkeypatch.setattr(harness.initramfs, 'build', lambda k: None)
     monkeypatch.setattr(harness, 'qemu_command',
-                        lambda *a: ['sh', '-c', 'echo smpboot; exec sleep 60'])
+                        lambda *a: ['sh', '-c', script])
+
+
+def test_boot_stuck_before_init_is_retried_once(monkeypatch, tmp_path,
+                                                  capsys):
+    # a "QEMU" that never reaches the guest's init: stopped at the deadline,
+    # booted once more, then a failure that says so
+    stub_boot(monkeypatch, tmp_path, 'echo smpboot; exec sleep 60')
     t0 = time.monotonic()
     with pytest.raises(harness.VMError, match='did not reach its init in 2 s '
                        'twice'), pytest.warns(UserWarning, match='again'):
@@ -173,14 +179,8 @@ def test_boot_stuck_before_init_is_retried_once(monkeypatch, tmp_path,
 def test_boot_past_init_is_not_retried(monkeypatch, tmp_path):
     # the guest's init has printed a line: whatever happens next is a
     # failure of the run, not a boot to retry
-    monkeypatch.setenv('CGE_RUNS', str(tmp_path))
-    monkeypatch.setattr(harness, 'BOOT_DEADLINE', 2)
-    monkeypatch.setattr(harness, 'check_qemu', lambda: None)
-    monkeypatch.setattr(harness.kernels, 'kernel',
-                        lambda f: kernels.Kernel(f, '6.1.0-test', tmp_path))
-    monkeypatch.setattr(harness.initramfs, 'build', lambda k: None)
-    monkeypatch.setattr(harness, 'qemu_command', lambda *a: [
-        'sh', '-c', 'echo "cge-guest: mounting"; exec sleep 60'])
+    stub_boot(monkeypatch, tmp_path,
+              'echo "cge-guest: mounting"; exec sleep 60')
     with pytest.raises(harness.VMError, match='timed out after 4 s'):
         harness.run_vm('6.1', 'true', timeout=4)
     assert len([d for d in tmp_path.iterdir() if not d.is_symlink()]) == 1
