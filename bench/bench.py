@@ -190,7 +190,8 @@ def symbol_sizes(ko, names=('cge_cpu', 'cge_selftime', 'cge_hash', 'cge_cs')):
     return out
 
 
-def struct_sizes(ko, names=('cge_cpu', 'cge_rec', 'cge_stat', 'cge_slot')):
+def struct_sizes(ko, names=('cge_cpu', 'cge_rec', 'cge_stat', 'cge_delta',
+                             'cge_slot')):
     """sizeof the module's structures, from DWARF (pahole), if available."""
     try:
         r = subprocess.run(['pahole', '-C', ','.join(names), str(ko)],
@@ -366,11 +367,11 @@ def summarize(raw, static):
     else:
         s['bytes_per_cgroup'] = static['structs'].get('cge_rec')
         s['slab_bytes_per_cgroup'] = None
-    s['bytes_per_cpu'] = static['symbols'].get('cge_cpu')
-    cs = static['structs'].get('cge_stat')
+    s['bytes_per_cpu'] = static['structs'].get('cge_cpu')
+    cs = static['structs'].get('cge_delta')
     s['sampler_scratch_bytes_per_active_cgroup'] = (3 * 8 + cs) if cs else None
     s['fixed_bytes'] = {k: v for k, v in static['symbols'].items()
-                        if k in ('cge_hash', 'cge_cs')}
+                        if k in ('cge_hash', 'cge_cs', 'cge_gone_ring')}
     s['module_bytes'] = sm.get('module_bytes')
     return s
 

@@ -19,6 +19,7 @@
 
 #include "compat.h"
 #include "cgstate.h"
+#include "gone.h"
 
 #define CGE_HASH_BITS		12
 #define CGE_DEAD_PASSES		2
@@ -46,20 +47,22 @@ struct cge_rec *cge_rec_root(void)
 	return cge_root;
 }
 
-/* Caller holds cge_lock or is in an RCU read-side section. */
+/*
+ * Caller holds cge_lock or is in an RCU read-side section, which keeps the
+ * record it returns alive.
+ */
 struct cge_rec *cge_rec_find(u64 cgid)
 {
-	struct cge_rec *rec, *found = NULL;
+	struct cge_rec *rec;
 
-	rcu_read_lock();
-	hash_for_each_possible_rcu(cge_hash, rec, hnode, cgid) {
-		if (rec->cgid == cgid) {
-			found = rec;
-			break;
-		}
+	RCU_LOCKDEP_WARN(!rcu_read_lock_held() && !lockdep_is_held(&cge_lock),
+			 "record lookup without cge_lock or RCU");
+	hash_for_each_possible_rcu(cge_hash, rec, hnode, cgid,
+				   lockdep_is_held(&cge_lock)) {
+		if (rec->cgid == cgid)
+			return rec;
 	}
-	rcu_read_unlock();
-	return found;
+	return NULL;
 }
 
 static struct cge_rec *cge_rec_alloc(u64 cgid, struct cgroup *cgrp,
@@ -121,43 +124,53 @@ static struct cge_rec *cge_rec_create(struct cgroup *cgrp)
 	return rec;
 }
 
+/* Ancestors walked up from a removed cgroup before giving it to the root. */
+#define CGE_MAX_HOPS	64
+
 /**
  * cge_rec_get() - the record to charge for @cgid, created if needed
  * @cgid: cgroup id as recorded by the probe
  * @parent_cgid: its parent's id, or 0 if unknown
  *
- * A cgroup removed before we saw it is charged to its nearest ancestor we
- * know of (the root if none). Called with cge_lock held; may sleep.
+ * A cgroup removed before we saw it is charged to its nearest ancestor that
+ * has a record or still exists: the parent the probe recorded, then the
+ * parents that cge_gone_parent() remembers for removed ones; the root if
+ * none is found. Called with cge_lock held; may sleep.
  */
 struct cge_rec *cge_rec_get(u64 cgid, u64 parent_cgid)
 {
 	struct cge_rec *rec;
 	struct cgroup *cgrp;
+	unsigned int hops;
 
 	lockdep_assert_held(&cge_lock);
-	rec = cge_rec_find(cgid);
-	if (rec)
-		return rec;
-	cgrp = cge_cgroup_get_from_id(cgid);
-	if (cgrp)
-		return cge_rec_create(cgrp);
-	if (parent_cgid && parent_cgid != cgid)
-		return cge_rec_get(parent_cgid, 0);
+	for (hops = 0; cgid && hops < CGE_MAX_HOPS; hops++) {
+		rec = cge_rec_find(cgid);
+		if (rec)
+			return rec;
+		cgrp = cge_cgroup_get_from_id(cgid);
+		if (cgrp)
+			return cge_rec_create(cgrp);
+		cgid = parent_cgid ?: cge_gone_parent(cgid);
+		parent_cgid = 0;
+	}
 	return cge_root;
 }
 
 /* Add @d to @rec and all its ancestors. cge_lock held. */
-void cge_rec_add(struct cge_rec *rec, const struct cge_stat *d)
+void cge_rec_add(struct cge_rec *rec, const struct cge_delta *d)
 {
+	struct cge_stat *st;
 	int i;
 
 	for (; rec; rec = rec->parent) {
-		rec->st.usage_ns += d->usage_ns;
-		rec->st.wakeups += d->wakeups;
-		rec->st.impact_ns += d->impact_ns;
-		rec->st.energy_uj += d->energy_uj;
+		st = &rec->st;
+		cge_time_add(&st->usage, d->usage_ns);
+		st->wakeups = cge_sat_add(st->wakeups, d->wakeups);
+		cge_time_add(&st->impact, d->impact_ns);
+		st->energy_uj = cge_sat_add(st->energy_uj, d->energy_uj);
 		for (i = 0; i < CGE_DOM_NR; i++)
-			rec->st.dom_uj[i] += d->dom_uj[i];
+			st->dom_uj[i] = cge_sat_add(st->dom_uj[i], d->dom_uj[i]);
 	}
 }
 
@@ -312,7 +325,11 @@ int cge_cgstate_init(void)
 	return 0;
 }
 
-/* After the probe is gone: nobody else looks at the records. */
+/*
+ * After the probe is gone (its unregistering waited for every probe call,
+ * the overflow path's RCU readers included) and the filesystem with it:
+ * nobody else looks at the records, which are freed at once.
+ */
 void cge_cgstate_exit(void)
 {
 	struct cge_rec *rec, *tmp;
@@ -325,6 +342,5 @@ void cge_cgstate_exit(void)
 		cge_rec_free(rec);
 	}
 	mutex_unlock(&cge_lock);
-	synchronize_rcu();
 	kmem_cache_destroy(cge_rec_cache);
 }

@@ -17,9 +17,10 @@
 #include <linux/rcupdate.h>
 
 #include "rapl_decode.h"
+#include "total.h"
 
-/* What energy.stat shows for one cgroup. */
-struct cge_stat {
+/* One interval's charge to a cgroup: the sampler's delta. */
+struct cge_delta {
 	u64 usage_ns;
 	u64 wakeups;
 	u64 impact_ns;		/* energy impact, CPU-ns equivalents */
@@ -27,12 +28,23 @@ struct cge_stat {
 	u64 dom_uj[CGE_DOM_NR];
 };
 
+/*
+ * What energy.stat shows for one cgroup: totals since the module loaded,
+ * none of which wraps (total.h).
+ */
+struct cge_stat {
+	struct cge_time_total usage;
+	u64 wakeups;
+	struct cge_time_total impact;	/* CPU-µs equivalents */
+	u64 energy_uj;
+	u64 dom_uj[CGE_DOM_NR];
+};
+
 /* Root-only totals. */
 struct cge_root_stat {
 	u64 total_uj;
 	u64 idle_uj;
-	u64 idle_ns;
-	u64 dom_total_uj[CGE_DOM_NR];
+	struct cge_time_total idle;
 };
 
 #include <linux/cgroup.h>
@@ -79,7 +91,7 @@ void cge_cgstate_exit(void);
 struct cge_rec *cge_rec_root(void);
 struct cge_rec *cge_rec_get(u64 cgid, u64 parent_cgid);
 struct cge_rec *cge_rec_find(u64 cgid);
-void cge_rec_add(struct cge_rec *rec, const struct cge_stat *delta);
+void cge_rec_add(struct cge_rec *rec, const struct cge_delta *d);
 bool cge_cgstate_overflow(u64 cgid, u64 parent_cgid, u64 ns, u64 bg_ns,
 			  u32 wakeups);
 struct llist_node *cge_cgstate_take_overflows(void);

@@ -34,7 +34,9 @@ static inline struct cgroup *cge_cgroup_get_from_id(u64 id)
 
 /*
  * kernfs_node->name is a plain pointer in 6.1 and 6.12; 6.15 made it
- * RCU-protected. Callers hold rcu_read_lock().
+ * RCU-protected. Callers hold rcu_read_lock(). cgroup v2 directories are
+ * never renamed (no .rename in its kernfs syscall ops), so the name a
+ * cgroup's node has lives as long as the node.
  */
 static inline const char *cge_kn_name(struct kernfs_node *kn)
 {

@@ -2,12 +2,15 @@
 /*
  * fs.c - the cgroup_energy filesystem.
  *
- * Directories mirror cgroup v2 on demand: ->lookup asks kernfs for the
- * child of the cgroup a directory stands for, ->iterate_shared lists the
- * cgroup's children, ->d_revalidate drops directories whose cgroup is gone.
- * Nothing is copied or kept in step: a cgroup's directory exists exactly
- * while the cgroup does. A mount shows the subtree rooted at the mounting
- * process's cgroup namespace, as a cgroup2 mount does.
+ * Directories mirror cgroup v2 on demand. A directory's inode holds a
+ * reference on its cgroup, so what a mount shows depends on the mount, not
+ * on who reads it (as with cgroup2): ->lookup finds a child by name under
+ * the directory's cgroup, ->iterate_shared lists its children,
+ * ->d_revalidate drops a directory whose cgroup was removed. An open
+ * directory keeps its cgroup's struct (not the cgroup) after removal, as an
+ * open cgroup2 directory keeps its kernfs node.
+ * Nothing is copied or kept in step. A mount shows the subtree rooted at the
+ * mounting process's cgroup namespace root.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -22,6 +25,7 @@
 #include <linux/mm.h>
 #include <linux/cgroup.h>
 #include <linux/kernfs.h>
+#include <linux/rculist.h>
 #include <linux/nsproxy.h>
 #include <linux/sysfs.h>
 #include <linux/kobject.h>
@@ -48,6 +52,7 @@ struct cge_fs_opts {
 };
 
 struct cge_sb_info {
+	spinlock_t opts_lock;	/* a remount changes opts as a whole */
 	struct cge_fs_opts opts;
 	u64 root_cgid;		/* the mounter's cgroup namespace root */
 };
@@ -57,63 +62,89 @@ static const struct file_operations cge_dir_fops;
 static const struct file_operations cge_stat_fops;
 static const struct file_operations cge_info_fops;
 
-static inline u64 cge_inode_cgid(const struct inode *inode)
+/* A directory's cgroup: the inode holds a reference until it is evicted. */
+static inline struct cgroup *cge_dir_cgroup(const struct inode *inode)
+{
+	return inode->i_private;
+}
+
+/* The cgroup id of a file: energy.stat's cgroup, or the mount's root. */
+static inline u64 cge_file_cgid(const struct inode *inode)
 {
 	return (u64)(uintptr_t)inode->i_private;
 }
 
-static struct inode *cge_new_inode(struct super_block *sb, u64 cgid, int kind)
+/* A directory inode for @cgrp, taking over the caller's reference. */
+static struct inode *cge_new_dir(struct super_block *sb, struct cgroup *cgrp)
 {
-	struct cge_sb_info *sbi = sb->s_fs_info;
 	struct inode *inode = new_inode(sb);
 
-	if (!inode)
+	if (!inode) {
+		cgroup_put(cgrp);
 		return NULL;
-	inode->i_ino = CGE_INO(cgid, kind);
-	inode->i_private = (void *)(uintptr_t)cgid;
-	cge_inode_touch(inode);
-	if (kind == CGE_INO_DIR) {
-		inode->i_mode = S_IFDIR | 0555;
-		inode->i_op = &cge_dir_iops;
-		inode->i_fop = &cge_dir_fops;
-		set_nlink(inode, 2);
-	} else {
-		inode->i_mode = S_IFREG | sbi->opts.mode;
-		inode->i_uid = sbi->opts.uid;
-		inode->i_gid = sbi->opts.gid;
-		inode->i_fop = kind == CGE_INO_STAT ? &cge_stat_fops :
-						       &cge_info_fops;
 	}
+	inode->i_ino = CGE_INO(cgroup_id(cgrp), CGE_INO_DIR);
+	inode->i_private = cgrp;
+	inode->i_mode = S_IFDIR | 0555;
+	inode->i_op = &cge_dir_iops;
+	inode->i_fop = &cge_dir_fops;
+	set_nlink(inode, 2);
+	cge_inode_touch(inode);
 	return inode;
 }
 
-/* The id of @parent's child cgroup called @name, or 0. */
-static u64 cge_child_cgid(u64 parent, const char *name)
+static struct inode *cge_new_file(struct super_block *sb, u64 cgid, int kind)
 {
-	struct cgroup *cgrp = cge_cgroup_get_from_id(parent);
-	struct kernfs_node *kn;
-	u64 id = 0;
+	struct cge_sb_info *sbi = sb->s_fs_info;
+	struct inode *inode = new_inode(sb);
+	struct cge_fs_opts o;
 
-	if (!cgrp)
-		return 0;
-	kn = kernfs_find_and_get_ns(cgrp->kn, name, NULL);
-	cgroup_put(cgrp);
-	if (!kn)
-		return 0;
-	if (kernfs_type(kn) == KERNFS_DIR)
-		id = kn->id;	/* what cgroup_id() returns */
-	kernfs_put(kn);
-	return id;
+	if (!inode)
+		return NULL;
+	spin_lock(&sbi->opts_lock);
+	o = sbi->opts;
+	spin_unlock(&sbi->opts_lock);
+	inode->i_ino = CGE_INO(cgid, kind);
+	inode->i_private = (void *)(uintptr_t)cgid;
+	inode->i_mode = S_IFREG | o.mode;
+	inode->i_uid = o.uid;
+	inode->i_gid = o.gid;
+	inode->i_fop = kind == CGE_INO_STAT ? &cge_stat_fops : &cge_info_fops;
+	cge_inode_touch(inode);
+	return inode;
 }
 
-static bool cge_cgroup_alive(u64 cgid)
+static void cge_evict_inode(struct inode *inode)
 {
-	struct cgroup *cgrp = cge_cgroup_get_from_id(cgid);
-	bool alive = cgrp && cge_cgroup_online(cgrp);
+	truncate_inode_pages_final(&inode->i_data);
+	clear_inode(inode);
+	if (S_ISDIR(inode->i_mode))
+		cgroup_put(cge_dir_cgroup(inode));
+}
 
-	if (cgrp)
-		cgroup_put(cgrp);
-	return alive;
+/*
+ * @parent's online child cgroup called @name, with a reference, or NULL.
+ * A cgroup joins its parent's children list only once it is fully created
+ * and leaves it (list_del_rcu) before it is freed an RCU grace period later;
+ * cgroup v2 has no rename, so a name read under RCU stays valid. One pass
+ * over the children: lookups cost what readdir does.
+ */
+static struct cgroup *cge_child_get(struct cgroup *parent, const char *name)
+{
+	struct cgroup_subsys_state *css;
+	struct cgroup *child = NULL;
+
+	rcu_read_lock();
+	list_for_each_entry_rcu(css, &parent->self.children, sibling) {
+		if (!cge_cgroup_online(css->cgroup) ||
+		    strcmp(cge_kn_name(css->cgroup->kn), name))
+			continue;
+		if (cgroup_tryget(css->cgroup))
+			child = css->cgroup;
+		break;
+	}
+	rcu_read_unlock();
+	return child;
 }
 
 static struct dentry *cge_lookup(struct inode *dir, struct dentry *dentry,
@@ -121,27 +152,31 @@ static struct dentry *cge_lookup(struct inode *dir, struct dentry *dentry,
 {
 	struct super_block *sb = dir->i_sb;
 	struct cge_sb_info *sbi = sb->s_fs_info;
+	struct cgroup *cgrp = cge_dir_cgroup(dir);
 	const char *name = dentry->d_name.name;
-	u64 cgid = cge_inode_cgid(dir);
-	struct inode *inode = NULL;
-	u64 child;
+	u64 cgid = cgroup_id(cgrp);
+	struct inode *inode;
+	struct cgroup *child;
 
 	if (!strcmp(name, CGE_STAT_FILE)) {
-		inode = cge_new_inode(sb, cgid, CGE_INO_STAT);
+		inode = cge_new_file(sb, cgid, CGE_INO_STAT);
 	} else if (!strcmp(name, CGE_INFO_FILE) && cgid == sbi->root_cgid) {
-		inode = cge_new_inode(sb, cgid, CGE_INO_INFO);
+		inode = cge_new_file(sb, cgid, CGE_INO_INFO);
 	} else {
-		child = cge_child_cgid(cgid, name);
-		if (!child || !cge_cgroup_alive(child))
+		child = cge_child_get(cgrp, name);
+		if (!child)
 			return d_splice_alias(NULL, dentry);
-		inode = cge_new_inode(sb, child, CGE_INO_DIR);
+		inode = cge_new_dir(sb, child);
 	}
 	if (!inode)
 		return ERR_PTR(-ENOMEM);
 	return d_splice_alias(inode, dentry);
 }
 
-/* A directory is valid while its cgroup lives; look names up afresh. */
+/*
+ * A directory is valid while its cgroup is online (cgroup v2 has no rename:
+ * a cgroup keeps its name); names are looked up afresh.
+ */
 static int cge_d_revalidate(CGE_D_REVALIDATE_ARGS)
 {
 	struct inode *inode;
@@ -153,7 +188,7 @@ static int cge_d_revalidate(CGE_D_REVALIDATE_ARGS)
 		return 0;
 	if (!S_ISDIR(inode->i_mode))
 		return 1;
-	return cge_cgroup_alive(cge_inode_cgid(inode));
+	return cge_cgroup_online(cge_dir_cgroup(inode));
 }
 
 static const struct dentry_operations cge_dops = {
@@ -161,105 +196,127 @@ static const struct dentry_operations cge_dops = {
 	.d_delete = always_delete_dentry,
 };
 
-struct cge_child {
+/*
+ * Directory positions: 0-1 the dots, 2 energy.stat, 3 energy.info (mount
+ * root only), then each child cgroup at CGE_POS_CHILD plus its serial
+ * number. A cgroup's children are listed in ascending serial number order
+ * and a serial number is never reused, so a listing resumed at a position
+ * neither skips nor repeats a child that exists throughout, whatever was
+ * created or removed in between.
+ */
+#define CGE_POS_STAT		2
+#define CGE_POS_INFO		3
+#define CGE_POS_CHILD		4
+
+/* One child, copied out under RCU to be emitted after it. */
+struct cge_dirent {
+	u64 serial;
 	u64 cgid;
-	unsigned int off;	/* name offset in the name buffer */
-	unsigned int len;
+	u16 len;
+	char name[];
 };
 
+#define CGE_DIRENT_SIZE(len) \
+	ALIGN(offsetof(struct cge_dirent, name) + (len) + 1, sizeof(u64))
+
 /*
- * Collect the live children of @cgrp: count under RCU, allocate, then fill
- * what fits (the set may change in between; readdir is a snapshot).
+ * Copy the online children of @cgrp at positions from @pos on into @buf
+ * (@size bytes), in order, as many as fit. *@last, if set, is the child a
+ * previous batch ended with, held: the walk goes on after it while it is
+ * still linked, else from the first child. Walks @cgrp's children only.
+ * Return: bytes used; *@more says whether some did not fit, and then
+ * *@last holds the last child copied (or NULL); the old one is put.
  */
-static int cge_children(struct cgroup *cgrp, struct cge_child **out,
-			char **names, unsigned int *nr)
+static size_t cge_children_from(struct cgroup *cgrp, loff_t pos,
+				struct cgroup_subsys_state **last, char *buf,
+				size_t size, bool *more)
 {
-	struct cgroup_subsys_state *pos, *self = &cgrp->self;
-	unsigned int n = 0, bytes = 0, i = 0, off = 0, len;
-	struct cge_child *ch;
+	struct list_head *head = &cgrp->self.children;
+	struct cgroup_subsys_state *child, *prev = *last, *tail = NULL;
+	struct cge_dirent *de;
 	const char *name;
-	char *buf;
+	size_t used = 0;
+	size_t len;
 
+	*more = false;
 	rcu_read_lock();
-	css_for_each_descendant_pre(pos, self) {
-		if (pos->parent != self || !cge_cgroup_online(pos->cgroup))
+	if (prev && !(READ_ONCE(prev->flags) & CSS_RELEASED))
+		child = list_entry_rcu(prev->sibling.next,
+				       struct cgroup_subsys_state, sibling);
+	else
+		child = list_entry_rcu(head->next, struct cgroup_subsys_state,
+				       sibling);
+	list_for_each_entry_from_rcu(child, head, sibling) {
+		if (child->serial_nr + CGE_POS_CHILD < pos ||
+		    !cge_cgroup_online(child->cgroup))
 			continue;
-		n++;
-		bytes += strlen(cge_kn_name(pos->cgroup->kn)) + 1;
-	}
-	rcu_read_unlock();
-
-	ch = kvmalloc_array(n + 1, sizeof(*ch), GFP_KERNEL);
-	buf = kvmalloc(bytes + 1, GFP_KERNEL);
-	if (!ch || !buf) {
-		kvfree(ch);
-		kvfree(buf);
-		return -ENOMEM;
-	}
-	rcu_read_lock();
-	css_for_each_descendant_pre(pos, self) {
-		if (pos->parent != self || !cge_cgroup_online(pos->cgroup))
-			continue;
-		name = cge_kn_name(pos->cgroup->kn);
+		name = cge_kn_name(child->cgroup->kn);
 		len = strlen(name);
-		if (i == n || off + len + 1 > bytes)
+		if (used + CGE_DIRENT_SIZE(len) > size) {
+			*more = true;
 			break;
-		memcpy(buf + off, name, len + 1);
-		ch[i].cgid = cgroup_id(pos->cgroup);
-		ch[i].off = off;
-		ch[i].len = len;
-		off += len + 1;
-		i++;
+		}
+		de = (struct cge_dirent *)(buf + used);
+		de->serial = child->serial_nr;
+		de->cgid = cgroup_id(child->cgroup);
+		de->len = len;
+		memcpy(de->name, name, len + 1);
+		used += CGE_DIRENT_SIZE(len);
+		tail = child;
 	}
+	*last = *more && tail && css_tryget(tail) ? tail : NULL;
 	rcu_read_unlock();
-	*out = ch;
-	*names = buf;
-	*nr = i;
-	return 0;
+	if (prev)
+		css_put(prev);
+	return used;
 }
 
-/* Positions: 0-1 dots, 2 energy.stat, 3 energy.info (root), 4+ children. */
 static int cge_readdir(struct file *file, struct dir_context *ctx)
 {
 	struct inode *inode = file_inode(file);
 	struct cge_sb_info *sbi = inode->i_sb->s_fs_info;
-	u64 cgid = cge_inode_cgid(inode);
-	struct cge_child *ch;
-	struct cgroup *cgrp;
-	unsigned int nr, i;
-	char *names;
-	int ret;
+	struct cgroup *cgrp = cge_dir_cgroup(inode);
+	u64 cgid = cgroup_id(cgrp);
+	struct cgroup_subsys_state *last = NULL;
+	struct cge_dirent *de;
+	size_t used, off;
+	bool more;
+	char *buf;
 
 	if (!dir_emit_dots(file, ctx))
 		return 0;
-	if (ctx->pos == 2) {
+	if (ctx->pos == CGE_POS_STAT) {
 		if (!dir_emit(ctx, CGE_STAT_FILE, strlen(CGE_STAT_FILE),
 			      CGE_INO(cgid, CGE_INO_STAT), DT_REG))
 			return 0;
 		ctx->pos++;
 	}
-	if (ctx->pos == 3) {
+	if (ctx->pos == CGE_POS_INFO) {
 		if (cgid == sbi->root_cgid &&
 		    !dir_emit(ctx, CGE_INFO_FILE, strlen(CGE_INFO_FILE),
 			      CGE_INO(cgid, CGE_INO_INFO), DT_REG))
 			return 0;
 		ctx->pos++;
 	}
-	cgrp = cge_cgroup_get_from_id(cgid);
-	if (!cgrp)
-		return 0;
-	ret = cge_children(cgrp, &ch, &names, &nr);
-	cgroup_put(cgrp);
-	if (ret)
-		return ret;
-	for (i = ctx->pos - 4; i < nr; i++) {
-		if (!dir_emit(ctx, names + ch[i].off, ch[i].len,
-			      CGE_INO(ch[i].cgid, CGE_INO_DIR), DT_DIR))
-			break;
-		ctx->pos++;
-	}
-	kvfree(ch);
-	kvfree(names);
+	buf = (char *)__get_free_page(GFP_KERNEL);
+	if (!buf)
+		return -ENOMEM;
+	do {
+		used = cge_children_from(cgrp, ctx->pos, &last, buf, PAGE_SIZE,
+					 &more);
+		for (off = 0; off < used; off += CGE_DIRENT_SIZE(de->len)) {
+			de = (struct cge_dirent *)(buf + off);
+			ctx->pos = de->serial + CGE_POS_CHILD;
+			if (!dir_emit(ctx, de->name, de->len,
+				      CGE_INO(de->cgid, CGE_INO_DIR), DT_DIR))
+				goto out;
+			ctx->pos++;
+		}
+	} while (more);
+out:
+	if (last)
+		css_put(last);
+	free_page((unsigned long)buf);
 	return 0;
 }
 
@@ -273,14 +330,15 @@ static int cge_stat_open(struct inode *inode, struct file *file)
 	return single_open(file, cge_stat_seq, inode->i_private);
 }
 
+/* The host's health counters only in a mount of the whole tree. */
 static int cge_info_seq(struct seq_file *m, void *v)
 {
-	return cge_info_show(m);
+	return cge_info_show(m, cge_file_cgid(m->private) == cge_root_cgid());
 }
 
 static int cge_info_open(struct inode *inode, struct file *file)
 {
-	return single_open(file, cge_info_seq, NULL);
+	return single_open(file, cge_info_seq, inode);
 }
 
 static const struct inode_operations cge_dir_iops = {
@@ -310,6 +368,7 @@ static const struct file_operations cge_info_fops = {
 static const struct super_operations cge_sops = {
 	.statfs = simple_statfs,
 	.drop_inode = cge_drop_inode,
+	.evict_inode = cge_evict_inode,
 };
 
 enum { CGE_OPT_UID, CGE_OPT_GID, CGE_OPT_MODE };
@@ -321,12 +380,14 @@ static const struct fs_parameter_spec cge_fs_params[] = {
 	{}
 };
 
-static int cge_bad_opt(struct fs_parameter *param, const char *why)
+/* -EINVAL, and why: to fsconfig(2) callers, or else in the kernel log. */
+static int cge_bad_opt(struct fs_context *fc, struct fs_parameter *param,
+		       const char *why)
 {
-	pr_warn("mount option %s%s%s refused: %s\n", param->key,
-		param->type == fs_value_is_string ? "=" : "",
-		param->type == fs_value_is_string ? param->string : "", why);
-	return -EINVAL;
+	return invalfc(fc, "mount option %s%s%s refused: %s", param->key,
+		       param->type == fs_value_is_string ? "=" : "",
+		       param->type == fs_value_is_string ? param->string : "",
+		       why);
 }
 
 static int cge_parse_param(struct fs_context *fc, struct fs_parameter *param)
@@ -341,26 +402,27 @@ static int cge_parse_param(struct fs_context *fc, struct fs_parameter *param)
 	if (opt == -ENOPARAM) {
 		if (!strcmp(param->key, "source"))
 			return -ENOPARAM;	/* the VFS takes it */
-		return cge_bad_opt(param, "unknown option (uid=, gid=, mode=)");
+		return cge_bad_opt(fc, param, "unknown option (uid=, gid=, mode=)");
 	}
 	if (opt < 0)
-		return cge_bad_opt(param, "malformed value");
+		return cge_bad_opt(fc, param, "malformed value");
 	switch (opt) {
 	case CGE_OPT_UID:
-		uid = make_kuid(current_user_ns(), r.uint_32);
+		uid = make_kuid(fc->user_ns, r.uint_32);
 		if (!uid_valid(uid))
-			return cge_bad_opt(param, "no such uid");
+			return cge_bad_opt(fc, param, "no such uid");
 		o->uid = uid;
 		break;
 	case CGE_OPT_GID:
-		gid = make_kgid(current_user_ns(), r.uint_32);
+		gid = make_kgid(fc->user_ns, r.uint_32);
 		if (!gid_valid(gid))
-			return cge_bad_opt(param, "no such gid");
+			return cge_bad_opt(fc, param, "no such gid");
 		o->gid = gid;
 		break;
 	case CGE_OPT_MODE:
-		if (r.uint_32 & ~0777)
-			return cge_bad_opt(param, "mode must be octal 0-0777");
+		if (r.uint_32 & ~0444)
+			return cge_bad_opt(fc, param,
+					   "mode takes read bits only (0-0444)");
 		o->mode = r.uint_32;
 		break;
 	}
@@ -369,21 +431,29 @@ static int cge_parse_param(struct fs_context *fc, struct fs_parameter *param)
 
 static int cge_fill_super(struct super_block *sb, struct fs_context *fc)
 {
+	struct cgroup *cgrp;
 	struct cge_sb_info *sbi;
 	struct inode *root;
 
 	sbi = kzalloc(sizeof(*sbi), GFP_KERNEL);
 	if (!sbi)
 		return -ENOMEM;
+	spin_lock_init(&sbi->opts_lock);
 	sbi->opts = *(struct cge_fs_opts *)fc->fs_private;
-	sbi->root_cgid = cgroup_id(current->nsproxy->cgroup_ns->root_cset->dfl_cgrp);
+	/* The namespace's root cgroup, pinned by the namespace we run in. */
+	cgrp = current->nsproxy->cgroup_ns->root_cset->dfl_cgrp;
+	cgroup_get(cgrp);
+	sbi->root_cgid = cgroup_id(cgrp);
 	sb->s_fs_info = sbi;
 	sb->s_magic = CGE_FS_MAGIC;
 	sb->s_op = &cge_sops;
 	cge_set_default_d_op(sb, &cge_dops);
 	sb->s_time_gran = 1;
+	/* Directory positions are css serial numbers: 64-bit, for seekdir. */
+	sb->s_maxbytes = MAX_LFS_FILESIZE;
+	sb->s_iflags |= SB_I_NOEXEC | SB_I_NODEV;
 
-	root = cge_new_inode(sb, sbi->root_cgid, CGE_INO_DIR);
+	root = cge_new_dir(sb, cgrp);
 	if (!root)
 		return -ENOMEM;
 	sb->s_root = d_make_root(root);
@@ -395,12 +465,14 @@ static int cge_get_tree(struct fs_context *fc)
 	return get_tree_nodev(fc, cge_fill_super);
 }
 
-/* New options apply to files looked up from now on. */
+/* New options apply, all together, to files looked up from now on. */
 static int cge_reconfigure(struct fs_context *fc)
 {
 	struct cge_sb_info *sbi = fc->root->d_sb->s_fs_info;
 
+	spin_lock(&sbi->opts_lock);
 	sbi->opts = *(struct cge_fs_opts *)fc->fs_private;
+	spin_unlock(&sbi->opts_lock);
 	return 0;
 }
 
@@ -428,7 +500,9 @@ static int cge_init_fs_context(struct fs_context *fc)
 	if (fc->purpose == FS_CONTEXT_FOR_RECONFIGURE && fc->root) {
 		struct cge_sb_info *sbi = fc->root->d_sb->s_fs_info;
 
+		spin_lock(&sbi->opts_lock);
 		*o = sbi->opts;
+		spin_unlock(&sbi->opts_lock);
 	}
 	fc->fs_private = o;
 	fc->ops = &cge_fc_ops;

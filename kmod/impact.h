@@ -40,6 +40,16 @@ struct cge_impact_coefs {
 	u64 kqos_background;
 };
 
+/*
+ * The largest coefficients accepted: 10.0 per CPU-second for the time
+ * coefficients, 0.01 s per wakeup (10 and 50 times macOS's defaults). At
+ * them the root's impact_usec of a 4,096-CPU machine with every CPU busy
+ * reaches 2^64 in 14 years, a 64-CPU machine's at 10,000 wakeups a second
+ * per CPU in 91 years; totals stop there (total.c).
+ */
+#define CGE_COEF_MAX_TIME	(10 * CGE_COEF_ONE)
+#define CGE_COEF_MAX_WAKEUP	(CGE_COEF_ONE / 100)
+
 /* macOS default.plist: kcpu_time 1.0, kcpu_wakeups 2.0e-4, kqos_background 0.8 */
 #define CGE_IMPACT_DEFAULTS	{ CGE_COEF_ONE, 200000, 800000000 }
 

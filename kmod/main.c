@@ -15,14 +15,23 @@
 #include "sampler.h"
 #include "probe.h"
 #include "fs.h"
+#include "gone.h"
+#include "params.h"
 
 static int __init cge_init(void)
 {
 	int ret;
 
-	ret = cge_cgstate_init();
+	ret = cge_params_load();
 	if (ret)
 		return ret;
+	ret = cge_probe_alloc();
+	if (ret)
+		return ret;
+	cge_gone_init();
+	ret = cge_cgstate_init();
+	if (ret)
+		goto err_gone;
 	ret = cge_sampler_init();
 	if (ret)
 		goto err_cgstate;
@@ -41,6 +50,9 @@ err_sampler:
 	cge_sampler_exit();
 err_cgstate:
 	cge_cgstate_exit();
+err_gone:
+	cge_gone_exit();
+	cge_probe_free();
 	return ret;
 }
 
@@ -50,6 +62,8 @@ static void __exit cge_exit(void)
 	cge_probe_exit();
 	cge_sampler_exit();
 	cge_cgstate_exit();
+	cge_gone_exit();
+	cge_probe_free();
 	pr_info("unloaded\n");
 }
 

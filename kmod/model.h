@@ -12,6 +12,8 @@
 
 /* the largest per-CPU power accepted, in mW (10 kW) */
 #define CGE_MODEL_MAX_MW	10000000U
+/* what cge_model_validate() requires, for the parameters' refusals */
+#define CGE_MODEL_PAIR_RULE	"need model_idle_mw <= model_busy_mw <= 10000000"
 
 /**
  * struct cge_model - model state of one group of CPUs (one package)

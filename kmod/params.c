@@ -9,6 +9,7 @@
 #include <linux/module.h>
 #include <linux/moduleparam.h>
 #include <linux/string.h>
+#include <linux/stringify.h>
 #include <linux/mutex.h>
 
 #include "params.h"
@@ -24,6 +25,13 @@ static struct cge_impact_coefs cge_coefs = CGE_IMPACT_DEFAULTS;
 
 /* Serialises writers that validate one parameter against another. */
 static DEFINE_MUTEX(cge_params_lock);
+
+/*
+ * False while the module loads: the load-time values arrive one by one in
+ * the command line's order, so the model's pair is checked as a pair once
+ * all have arrived (cge_params_load()), not against the other's default.
+ */
+static bool cge_params_live;
 
 static const char * const cge_source_names[] = {
 	[CGE_SOURCE_AUTO] = "auto",
@@ -59,7 +67,8 @@ static int cge_set_interval(const char *val, const struct kernel_param *kp)
 
 	if (kstrtouint(val, 0, &v) || v < CGE_INTERVAL_MS_MIN ||
 	    v > CGE_INTERVAL_MS_MAX)
-		return cge_refuse(kp, val, "expected 1-10000 (ms)");
+		return cge_refuse(kp, val, "expected " __stringify(CGE_INTERVAL_MS_MIN)
+				  "-" __stringify(CGE_INTERVAL_MS_MAX) " (ms)");
 	WRITE_ONCE(cge_interval_ms, v);
 	return 0;
 }
@@ -73,13 +82,43 @@ static int cge_set_model_mw(const char *val, const struct kernel_param *kp)
 	if (kstrtouint(val, 0, &v))
 		return cge_refuse(kp, val, "expected milliwatts per CPU");
 	mutex_lock(&cge_params_lock);
-	idle = target == &cge_model_idle_mw ? v : cge_model_idle_mw;
-	busy = target == &cge_model_busy_mw ? v : cge_model_busy_mw;
+	if (cge_params_live) {
+		idle = target == &cge_model_idle_mw ? v : cge_model_idle_mw;
+		busy = target == &cge_model_busy_mw ? v : cge_model_busy_mw;
+	} else {
+		/* loading: each alone here, the pair in cge_params_load() */
+		idle = v;
+		busy = v;
+	}
 	if (cge_model_validate(idle, busy))
-		ret = cge_refuse(kp, val,
-				 "need model_idle_mw <= model_busy_mw <= 10000000");
+		ret = cge_refuse(kp, val, CGE_MODEL_PAIR_RULE);
 	else
 		WRITE_ONCE(*target, v);
+	mutex_unlock(&cge_params_lock);
+	return ret;
+}
+
+/**
+ * cge_params_load() - check the load-time values as a whole
+ *
+ * Called once from module init, after the kernel has set every parameter
+ * given at load; from here on each write is checked against the others.
+ *
+ * Return: 0, or -EINVAL (logged) if model_idle_mw > model_busy_mw.
+ */
+int cge_params_load(void)
+{
+	int ret = 0;
+
+	mutex_lock(&cge_params_lock);
+	if (cge_model_validate(cge_model_idle_mw, cge_model_busy_mw)) {
+		pr_err("refused model_idle_mw=%u model_busy_mw=%u: %s\n",
+		       cge_model_idle_mw, cge_model_busy_mw,
+		       CGE_MODEL_PAIR_RULE);
+		ret = -EINVAL;
+	} else {
+		cge_params_live = true;
+	}
 	mutex_unlock(&cge_params_lock);
 	return ret;
 }
@@ -123,10 +162,6 @@ static int cge_get_split(char *buf, const struct kernel_param *kp)
 	return cge_get_enum(buf, kp, cge_split_names);
 }
 
-/* The largest coefficients accepted, in Apple's units. */
-#define CGE_COEF_MAX_TIME	(1000 * CGE_COEF_ONE)	/* per CPU-second */
-#define CGE_COEF_MAX_WAKEUP	CGE_COEF_ONE		/* seconds per wakeup */
-
 static int cge_set_coef(const char *val, const struct kernel_param *kp)
 {
 	u64 *target = kp->arg;
@@ -136,8 +171,8 @@ static int cge_set_coef(const char *val, const struct kernel_param *kp)
 
 	if (cge_coef_parse(val, max, &v))
 		return cge_refuse(kp, val, max == CGE_COEF_MAX_WAKEUP ?
-				  "expected seconds per wakeup, 0-1, e.g. 2e-4" :
-				  "expected a decimal 0-1000, e.g. 1.0 or 0.8");
+				  "expected seconds per wakeup, 0-0.01, e.g. 2e-4" :
+				  "expected a decimal 0-10, e.g. 1.0 or 0.8");
 	mutex_lock(&cge_params_lock);
 	WRITE_ONCE(*target, v);
 	mutex_unlock(&cge_params_lock);
@@ -191,7 +226,8 @@ static const struct kernel_param_ops cge_split_ops = {
 };
 
 module_param_cb(interval_ms, &cge_interval_ops, &cge_interval_ms, 0644);
-MODULE_PARM_DESC(interval_ms, "Sampling interval in ms, 1-10000 (default 100)");
+/* 10 ms: one tick at HZ=100, the coarsest; see README, "Parameters". */
+MODULE_PARM_DESC(interval_ms, "Sampling interval in ms, 10-10000 (default 100)");
 module_param_cb(model_idle_mw, &cge_model_mw_ops, &cge_model_idle_mw, 0644);
 MODULE_PARM_DESC(model_idle_mw, "Power model: idle mW per CPU (default 740)");
 module_param_cb(model_busy_mw, &cge_model_mw_ops, &cge_model_busy_mw, 0644);

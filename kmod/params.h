@@ -18,7 +18,7 @@ enum cge_split_kind {
 	CGE_SPLIT_IMPACT,
 };
 
-#define CGE_INTERVAL_MS_MIN	1
+#define CGE_INTERVAL_MS_MIN	10
 #define CGE_INTERVAL_MS_MAX	10000
 
 /* Read with READ_ONCE(): writers are the parameter setters. */
@@ -30,6 +30,7 @@ extern int cge_split_param;
 
 struct cge_impact_coefs;
 
+int cge_params_load(void);
 const char *cge_source_kind_name(int kind);
 void cge_params_coefs(struct cge_impact_coefs *out);
 const char *cge_split_name(int kind);

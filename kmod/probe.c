@@ -43,11 +43,16 @@ struct cge_cpu {
 };
 
 /*
- * Only ever touched on its own CPU with IRQs off (the probe, the drain IPI,
- * the hotplug callbacks), or by the sampler while the CPU is offline and
- * hotplug is held off: no lock is needed.
+ * Written on its own CPU with IRQs off (the probe, the drain IPI, the
+ * hotplug callbacks), and by the sampler, which holds cpus_read_lock():
+ * it takes an offline CPU's cache, where nothing runs the probe, and
+ * checks an online CPU's state without a lock to skip an idle CPU's IPI
+ * (cge_drain_quiet(), which alone writes drain_ns and quiet_drains from
+ * outside). No lock is needed. Allocated (alloc_percpu(), not a
+ * static per-CPU variable: those come from the small reserve all modules
+ * share) before the sampler starts and freed after its last sample.
  */
-static DEFINE_PER_CPU(struct cge_cpu, cge_cpu);
+static struct cge_cpu __percpu *cge_cpus;
 static struct tracepoint *cge_tp;
 static struct tracepoint *cge_attach_tp;
 static enum cpuhp_state cge_hp_state;
@@ -197,7 +202,7 @@ static void cge_probe_body(struct cge_cpu *c, struct task_struct *prev,
 static void notrace cge_probe(CGE_SCHED_SWITCH_ARGS)
 {
 	struct cge_selftime *st = this_cpu_ptr(&cge_selftime);
-	struct cge_cpu *c = this_cpu_ptr(&cge_cpu);
+	struct cge_cpu *c = this_cpu_ptr(cge_cpus);
 	u64 t0;
 
 	if (unlikely(!c->tracking))
@@ -229,7 +234,7 @@ static void cge_probe_body(struct cge_cpu *c, struct task_struct *prev,
 
 static void notrace cge_probe(CGE_SCHED_SWITCH_ARGS)
 {
-	struct cge_cpu *c = this_cpu_ptr(&cge_cpu);
+	struct cge_cpu *c = this_cpu_ptr(cge_cpus);
 
 	if (likely(c->tracking))
 		cge_probe_body(c, prev, next);
@@ -310,7 +315,7 @@ static void cge_take(struct cge_cpu *c, struct cge_cpu_sample *out)
 /* IPI: on the CPU itself, IRQs off, so the probe cannot interleave. */
 static void cge_drain_local(void *out)
 {
-	struct cge_cpu *c = this_cpu_ptr(&cge_cpu);
+	struct cge_cpu *c = this_cpu_ptr(cge_cpus);
 
 	if (c->tracking)
 		cge_close_interval(c);
@@ -363,16 +368,22 @@ static bool cge_drain_quiet(unsigned int cpu, struct cge_cpu *c,
  */
 void cge_cpu_drain(unsigned int cpu, struct cge_cpu_sample *out)
 {
-	struct cge_cpu *c = per_cpu_ptr(&cge_cpu, cpu);
+	struct cge_cpu *c = per_cpu_ptr(cge_cpus, cpu);
 
-	if (cpu_online(cpu)) {
-		if (cge_drain_quiet(cpu, c, out))
-			return;
-		if (!smp_call_function_single(cpu, cge_drain_local, out, 1))
-			return;
+	if (!cpu_online(cpu)) {
+		/* Hotplug is held off: nothing runs the probe there. */
+		cge_take(c, out);
+		return;
 	}
-	/* Offline, and hotplug is held off: nothing runs the probe there. */
-	cge_take(c, out);
+	if (cge_drain_quiet(cpu, c, out))
+		return;
+	/* @cpu is online and hotplug is held off: the IPI cannot fail. */
+	if (WARN_ON_ONCE(smp_call_function_single(cpu, cge_drain_local, out,
+						  1))) {
+		out->nr = 0;
+		out->nr_want = 0;
+		out->idle_ns = 0;
+	}
 }
 
 /* The probe's health counters, summed over the CPUs (energy.info). */
@@ -384,7 +395,7 @@ void cge_probe_counters(u64 *overflows, u64 *quiet_drains)
 	*overflows = 0;
 	*quiet_drains = 0;
 	for_each_possible_cpu(cpu) {
-		c = per_cpu_ptr(&cge_cpu, cpu);
+		c = per_cpu_ptr(cge_cpus, cpu);
 		*overflows += READ_ONCE(c->overflows);
 		*quiet_drains += READ_ONCE(c->quiet_drains);
 	}
@@ -393,7 +404,7 @@ void cge_probe_counters(u64 *overflows, u64 *quiet_drains)
 /* Runs on @cpu as it comes online: start charging from now. */
 static int cge_cpu_online(unsigned int cpu)
 {
-	struct cge_cpu *c = this_cpu_ptr(&cge_cpu);
+	struct cge_cpu *c = this_cpu_ptr(cge_cpus);
 	unsigned long flags;
 
 	local_irq_save(flags);
@@ -411,7 +422,7 @@ static int cge_cpu_online(unsigned int cpu)
 /* Runs on @cpu as it goes offline: charge up to now, then stop. */
 static int cge_cpu_offline(unsigned int cpu)
 {
-	struct cge_cpu *c = this_cpu_ptr(&cge_cpu);
+	struct cge_cpu *c = this_cpu_ptr(cge_cpus);
 	unsigned long flags;
 
 	local_irq_save(flags);
@@ -441,7 +452,7 @@ static void cge_attach_probe(void *data, struct cgroup *dst, const char *path,
 	if (task != current)
 		return;
 	local_irq_save(flags);
-	c = this_cpu_ptr(&cge_cpu);
+	c = this_cpu_ptr(cge_cpus);
 	if (c->tracking && c->cur == current) {
 		rcu_read_lock();
 		cg = task_dfl_cgroup(current);	/* dst may be a v1 cgroup */
@@ -460,6 +471,26 @@ static void cge_find_tp(struct tracepoint *tp, void *priv)
 		cge_tp = tp;
 	else if (!strcmp(tp->name, "cgroup_attach_task"))
 		cge_attach_tp = tp;
+}
+
+/**
+ * cge_probe_alloc() - allocate the per-CPU caches (zeroed: not tracking)
+ *
+ * Before the sampler starts, which drains them; cge_probe_free() after its
+ * last sample.
+ *
+ * Return: 0 or -ENOMEM.
+ */
+int cge_probe_alloc(void)
+{
+	cge_cpus = alloc_percpu(struct cge_cpu);
+	return cge_cpus ? 0 : -ENOMEM;
+}
+
+void cge_probe_free(void)
+{
+	free_percpu(cge_cpus);
+	cge_cpus = NULL;
 }
 
 int cge_probe_init(void)

@@ -40,6 +40,8 @@ struct cge_cpu_sample {
 	struct cge_want want[CGE_WANTS];
 };
 
+int cge_probe_alloc(void);
+void cge_probe_free(void);
 int cge_probe_init(void);
 void cge_probe_exit(void);
 void cge_cpu_drain(unsigned int cpu, struct cge_cpu_sample *out);

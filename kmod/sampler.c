@@ -44,7 +44,7 @@ static struct cpumask cge_done;
 static struct cge_rec **cge_recs;
 static u64 *cge_weight;
 static u64 *cge_share;
-static struct cge_stat *cge_delta;
+static struct cge_delta *cge_delta;
 static unsigned int cge_cap;
 
 const struct cge_source *cge_sampler_source(void)
@@ -162,7 +162,6 @@ static void cge_fold(struct cge_cpu_sample *cs, unsigned int nr,
 	cge_split(core_uj, idle, busy, cge_core_w, cge_core_share, k);
 	for (i = 0; i < k; i++)
 		cge_core_rec[i]->acc_core_uj += cge_core_share[i];
-	cge_root_stat.dom_total_uj[CGE_DOM_CORE] += core_uj;
 }
 
 /* Drain @pkg's CPUs, a core's SMT siblings together, into the records. */
@@ -203,45 +202,44 @@ static void cge_drain_overflows(struct list_head *act, unsigned int *n)
 	}
 }
 
-static void cge_split_pkg(struct cge_pkg *pkg, struct list_head *act,
-			  unsigned int n, u64 idle_ns)
+/*
+ * The active records into the scratch arrays, with their deltas (time,
+ * wakeups, impact, per-core energy) and split weights.
+ * Return: their CPU time.
+ */
+static u64 cge_collect(struct list_head *act, int split)
 {
-	struct cge_root_stat *rs = &cge_root_stat;
-	int split = READ_ONCE(cge_split_param);
-	struct cge_energy e;
-	struct cge_rec *rec, *tmp;
-	u64 busy_ns = 0, idle_uj;
+	struct cge_rec *rec;
 	unsigned int i = 0;
-	int d;
+	u64 busy_ns = 0;
 
-	if (cge_grow(n)) {
-		/* No room to split: the energy goes to idle, time is kept. */
-		n = 0;
-	}
 	list_for_each_entry(rec, act, active) {
 		busy_ns += rec->acc_ns;
-		if (i < n) {
-			cge_recs[i] = rec;
-			memset(&cge_delta[i], 0, sizeof(cge_delta[i]));
-			cge_delta[i].usage_ns = rec->acc_ns;
-			cge_delta[i].wakeups = rec->acc_wakeups;
-			cge_delta[i].impact_ns = cge_rec_impact(rec);
-			cge_delta[i].dom_uj[CGE_DOM_CORE] = rec->acc_core_uj;
-			cge_weight[i] = split == CGE_SPLIT_IMPACT ?
-					cge_delta[i].impact_ns : rec->acc_ns;
-			i++;
-		}
+		cge_recs[i] = rec;
+		memset(&cge_delta[i], 0, sizeof(cge_delta[i]));
+		cge_delta[i].usage_ns = rec->acc_ns;
+		cge_delta[i].wakeups = rec->acc_wakeups;
+		cge_delta[i].impact_ns = cge_rec_impact(rec);
+		cge_delta[i].dom_uj[CGE_DOM_CORE] = rec->acc_core_uj;
+		cge_weight[i] = split == CGE_SPLIT_IMPACT ?
+				cge_delta[i].impact_ns : rec->acc_ns;
+		i++;
 	}
-	if (!n)
-		busy_ns = 0;
+	return busy_ns;
+}
 
-	pkg->read_cpu = cpumask_first_and(&pkg->cpus, cpu_online_mask);
-	if (pkg->read_cpu < nr_cpu_ids)
-		cge_source->read(pkg, idle_ns + busy_ns, busy_ns, &e);
-	else
-		memset(&e, 0, sizeof(e));
+/*
+ * Split @e between the @n collected records by their weights, into their
+ * deltas. Return: the headline energy no record got (idle).
+ */
+static u64 cge_share_energy(const struct cge_energy *e, u64 idle_ns,
+			    u64 busy_ns, unsigned int n)
+{
+	unsigned int i;
+	u64 idle_uj;
+	int d;
 
-	idle_uj = cge_split(e.headline_uj, idle_ns, busy_ns, cge_weight,
+	idle_uj = cge_split(e->headline_uj, idle_ns, busy_ns, cge_weight,
 			    cge_share, n);
 	for (i = 0; i < n; i++)
 		cge_delta[i].energy_uj = cge_share[i];
@@ -249,19 +247,26 @@ static void cge_split_pkg(struct cge_pkg *pkg, struct list_head *act,
 		/* Per-core energy was split core by core in cge_fold(). */
 		if (d == CGE_DOM_CORE && cge_source->read_core)
 			continue;
-		cge_split(e.dom_uj[d], idle_ns, busy_ns, cge_weight, cge_share,
+		cge_split(e->dom_uj[d], idle_ns, busy_ns, cge_weight, cge_share,
 			  n);
 		for (i = 0; i < n; i++)
 			cge_delta[i].dom_uj[d] = cge_share[i];
-		rs->dom_total_uj[d] += e.dom_uj[d];
 	}
-	for (i = 0; i < n; i++)
-		cge_rec_add(cge_recs[i], &cge_delta[i]);
+	return idle_uj;
+}
 
-	/* Without scratch room, time and wakeups still reach the records. */
+/*
+ * Empty the active records' accumulators. @added: their deltas were added;
+ * if not (no scratch room), time and wakeups are added here, without
+ * energy.
+ */
+static void cge_retire(struct list_head *act, bool added)
+{
+	struct cge_rec *rec, *tmp;
+
 	list_for_each_entry_safe(rec, tmp, act, active) {
-		if (!n) {
-			struct cge_stat t = {
+		if (!added) {
+			struct cge_delta t = {
 				.usage_ns = rec->acc_ns,
 				.wakeups = rec->acc_wakeups,
 				.impact_ns = cge_rec_impact(rec),
@@ -275,9 +280,40 @@ static void cge_split_pkg(struct cge_pkg *pkg, struct list_head *act,
 		rec->acc_core_uj = 0;
 		list_del_init(&rec->active);
 	}
-	rs->total_uj += e.headline_uj;
-	rs->idle_uj += idle_uj;
-	rs->idle_ns += idle_ns;
+}
+
+/*
+ * Read @pkg's energy for this interval and split it between the @n active
+ * records; @idle_ns is its CPUs' idle time. Without scratch room for @n
+ * records, the energy goes to idle and the time is kept.
+ */
+static void cge_split_pkg(struct cge_pkg *pkg, struct list_head *act,
+			  unsigned int n, u64 idle_ns)
+{
+	struct cge_root_stat *rs = &cge_root_stat;
+	bool room = !cge_grow(n);
+	struct cge_energy e;
+	u64 busy_ns = 0, idle_uj;
+	unsigned int i;
+
+	if (room)
+		busy_ns = cge_collect(act, READ_ONCE(cge_split_param));
+	else
+		n = 0;
+
+	pkg->read_cpu = cpumask_first_and(&pkg->cpus, cpu_online_mask);
+	if (pkg->read_cpu < nr_cpu_ids)
+		cge_source->read(pkg, idle_ns + busy_ns, busy_ns, &e);
+	else
+		memset(&e, 0, sizeof(e));
+
+	idle_uj = cge_share_energy(&e, idle_ns, busy_ns, n);
+	for (i = 0; i < n; i++)
+		cge_rec_add(cge_recs[i], &cge_delta[i]);
+	cge_retire(act, room);
+	rs->total_uj = cge_sat_add(rs->total_uj, e.headline_uj);
+	rs->idle_uj = cge_sat_add(rs->idle_uj, idle_uj);
+	cge_time_add(&rs->idle, idle_ns);
 }
 
 static void cge_sample_locked(void)
@@ -312,28 +348,46 @@ static void cge_sample_locked(void)
 	cge_sampler_health.last_sample_ns = ktime_get_ns();
 }
 
-/* Take a sample now (readers that want fresh figures, module exit). */
-void cge_sample_now(void)
+/* The last sample, at module exit: it empties every CPU's cache. */
+static void cge_sample_now(void)
 {
 	mutex_lock(&cge_lock);
 	cge_sample_locked();
 	mutex_unlock(&cge_lock);
 }
 
+/*
+ * Samples are due every interval_ms from the previous due time, not from when
+ * the previous one finished: the delay is what is left of the period, rounded
+ * up to whole jiffies, so the sample's own time and the timer's rounding do
+ * not add up (10 ms asked for gave a sample every 16 ms at HZ=250 when each
+ * period was counted from the end of the last sample). A sample serves the
+ * due time it was queued for, however late it runs; the due times that pass
+ * before it ends are missed and counted as overruns, and the next sample is
+ * due at the first due time still ahead, so the sampler never runs back to
+ * back and samples + overruns is the number of due times.
+ */
 static void cge_sample_fn(struct work_struct *work)
 {
-	unsigned int ms = READ_ONCE(cge_interval_ms);
-	u64 now = ktime_get_ns();
+	u64 period = (u64)READ_ONCE(cge_interval_ms) * NSEC_PER_MSEC;
+	unsigned long delay;
+	u64 now, missed;
 
 	mutex_lock(&cge_lock);
-	if (cge_due_ns && now > cge_due_ns + (u64)ms * NSEC_PER_MSEC)
-		cge_sampler_health.overruns++;
+	if (!cge_due_ns)
+		cge_due_ns = ktime_get_ns();
 	cge_sample_locked();
+	now = ktime_get_ns();
+	cge_due_ns += period;
+	if (cge_due_ns <= now) {
+		missed = div64_u64(now - cge_due_ns, period) + 1;
+		cge_sampler_health.overruns += missed;
+		cge_due_ns += missed * period;
+	}
 	mutex_unlock(&cge_lock);
-	cge_due_ns = now + (u64)ms * NSEC_PER_MSEC;
+	delay = DIV_ROUND_UP_ULL(cge_due_ns - now, TICK_NSEC);
 	if (!READ_ONCE(cge_stopping))
-		queue_delayed_work(cge_unbound_wq, &cge_work,
-				   msecs_to_jiffies(ms));
+		queue_delayed_work(cge_unbound_wq, &cge_work, delay);
 }
 
 static int cge_pm_notify(struct notifier_block *nb, unsigned long action,

@@ -61,16 +61,16 @@ int cge_stat_show(struct seq_file *m, u64 cgid)
 	rs = cge_root_stat;
 	mutex_unlock(&cge_lock);
 
-	cge_kv(m, CGE_KEY_USAGE_USEC, div_u64(st.usage_ns, NSEC_PER_USEC));
+	cge_kv(m, CGE_KEY_USAGE_USEC, st.usage.us);
 	cge_kv(m, CGE_KEY_ENERGY_UJ, st.energy_uj);
 	cge_kv(m, CGE_KEY_WAKEUPS, st.wakeups);
-	cge_kv(m, CGE_KEY_IMPACT_USEC, div_u64(st.impact_ns, NSEC_PER_USEC));
+	cge_kv(m, CGE_KEY_IMPACT_USEC, st.impact.us);
 	for_each_set_bit(d, &domains, CGE_DOM_NR)
 		cge_kv(m, cge_dom_keys[d], st.dom_uj[d]);
 	if (root) {
 		cge_kv(m, CGE_KEY_TOTAL_UJ, rs.total_uj);
 		cge_kv(m, CGE_KEY_IDLE_UJ, rs.idle_uj);
-		cge_kv(m, CGE_KEY_IDLE_USEC, div_u64(rs.idle_ns, NSEC_PER_USEC));
+		cge_kv(m, CGE_KEY_IDLE_USEC, rs.idle.us);
 	}
 	return 0;
 }
@@ -78,10 +78,12 @@ int cge_stat_show(struct seq_file *m, u64 cgid)
 /**
  * cge_info_show() - energy.info: what is in effect and how healthy it is
  * @m: the file
+ * @host: the mount shows the whole tree; a mount of a cgroup namespace's
+ *	subtree gets the settings and the sample clock, nothing host-wide
  *
  * Return: 0.
  */
-int cge_info_show(struct seq_file *m)
+int cge_info_show(struct seq_file *m, bool host)
 {
 	const struct cge_source *src = cge_sampler_source();
 	unsigned long domains = src->domains;
@@ -117,9 +119,11 @@ int cge_info_show(struct seq_file *m)
 	seq_printf(m, "kcpu_wakeups %s\n", num);
 	cge_coef_format(num, sizeof(num), k.kqos_background);
 	seq_printf(m, "kqos_background %s\n", num);
-	seq_printf(m, "packages %u\n", cge_sampler_packages());
 	seq_printf(m, "last_sample_ns %llu\n", h.last_sample_ns);
 	seq_printf(m, "samples %llu\n", h.samples);
+	if (!host)
+		return 0;
+	seq_printf(m, "packages %u\n", cge_sampler_packages());
 	seq_printf(m, "sampler_overruns %llu\n", h.overruns);
 	seq_printf(m, "energy_read_errors %llu\n", sh.read_errors);
 	seq_printf(m, "counter_wraps %llu\n", sh.wraps);

@@ -10,6 +10,6 @@
 struct seq_file;
 
 int cge_stat_show(struct seq_file *m, u64 cgid);
-int cge_info_show(struct seq_file *m);
+int cge_info_show(struct seq_file *m, bool host);
 
 #endif /* CGE_STAT_H */

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from workload import cgwork, close, guest_json
+from workload import cgwork, guest_json
 
 REPO = Path(__file__).resolve().parents[1]
 APPEND = {'nohz': 'nohz_full=1', 'plain': ''}
@@ -51,7 +51,11 @@ def test_usage_matches_cpu_stat(res, cg):
     r = res['s_accuracy']
     assert 'error' not in r, r['error']
     assert r[cg]['kernel'] > 0
-    assert close(r[cg]['ours'], r[cg]['kernel'], 0.03, 30000), r[cg]
+    # Both sum the scheduler's own runtimes: equal on most kernels, up to
+    # 0.32 ms below on 6.1-rt and sid (README's table, not explained yet),
+    # never above (both round down from ns: 1 µs). 1 ms is three times the
+    # largest gap; 3 % or 30 ms would pass a 2 ms sleeper charged nothing.
+    assert -1000 <= r[cg]['diff'] <= 1, r[cg]
 
 
 def test_sleeper_counts_wakeups(res):
@@ -69,11 +73,13 @@ def test_sleeper_counts_wakeups(res):
     # (tests/results/sleeper-wakeups.jsonl; a CPU that ran something else
     # while the sleeper slept gives no wakeup from idle).
     assert 0.8 * s['sleeps'] <= s['wakeups'] <= s['switched'] + 1, s
-    assert r['busy']['wakeups'] <= 20, r['busy']
+    # a busy loop: at most one per time it was switched in (a handful)
+    assert r['busy']['wakeups'] <= r['busy']['switched'] + 1, r['busy']
 
 
 def test_short_lived_processes(res):
     r = res['s_accuracy']
     assert 'error' not in r, r['error']
-    assert close(r['spawn']['ours'], r['spawn']['kernel'], 0.10, 0), r['spawn']
+    # as above: 0 to 0.20 ms below cpu.stat measured
+    assert -1000 <= r['spawn']['diff'] <= 1, r['spawn']
     assert r['root_ok']

@@ -303,3 +303,23 @@ def test_deps_other_update_failure_is_not_retried(tmp_path):
                                'exit 100')
     assert r.returncode != 0 and 'not signed' in r.stderr
     assert calls.count('apt-get update -q') == 1 and 'sleep 5' not in calls
+
+
+def test_missing_dependency_fails_in_make_check(tmp_path):
+    """check.sh sets CGE_CHECK=1: a test whose tool is missing fails there
+    and is skipped elsewhere (tests/need.py)."""
+    assert '\nCGE_CHECK=1\nexport CGE_CHECK\n' in (
+        REPO / 'tests/check.sh').read_text()
+    t = tmp_path / 'test_needs.py'
+    t.write_text('import need\n\n\ndef test_x():\n'
+                 '    need.need("cge-no-such-tool", "nothing")\n')
+    for check, want in (('1', '1 failed'), ('', '1 skipped')):
+        r = subprocess.run(['/usr/bin/python3', '-m', 'pytest', '-q', '-p',
+                            'no:cacheprovider', str(t)], cwd=tmp_path,
+                           env=dict(os.environ, CGE_CHECK=check,
+                                    PYTHONPATH=str(REPO / 'tests')),
+                           capture_output=True, text=True)
+        assert want in r.stdout, (check, r.stdout)
+        if check:
+            assert 'cge-no-such-tool missing (apt-get install nothing)' \
+                in r.stdout, r.stdout

@@ -21,6 +21,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
 from fixtree import Tree, build_big, stat_text  # noqa: E402
+import need  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 U64_MAX = 18446744073709551615
@@ -495,7 +496,8 @@ def promtool_check(text):
                        capture_output=True)
         exe = shutil.which("promtool")
     if not exe:
-        pytest.skip("promtool cannot be installed (Debian package prometheus)")
+        need.missing("promtool cannot be installed (Debian package "
+                     "prometheus)")
     r = subprocess.run([exe, "check", "metrics"], input=text.encode(),
                        capture_output=True)
     assert r.returncode == 0, r.stdout.decode() + r.stderr.decode()
@@ -803,8 +805,7 @@ def test_install_uninstall(tool, tmp_path):
 
 def test_man_page(tool):
     man = os.path.join(REPO, "userspace", "energystat.1")
-    if not shutil.which("groff"):
-        pytest.skip("groff missing")
+    need.need("groff", "groff")
     r = subprocess.run(["groff", "-man", "-Tascii", "-ww", man],
                        capture_output=True, text=True)
     assert r.returncode == 0 and r.stderr == "", r.stderr
@@ -839,7 +840,6 @@ VALGRIND = ["valgrind", "-q", "--error-exitcode=1", "--leak-check=full",
             "--errors-for-leak-kinds=definite,indirect"]
 
 
-@pytest.mark.skipif(not shutil.which("valgrind"), reason="valgrind missing")
 @pytest.mark.parametrize("args,rc", [
     ([], 0), (["--json"], 0), (["--prometheus"], 0), (["-d", "1", "-s", "path"], 0),
     (["/system.slice", "/sys/fs/cgroup/system.slice/db.service"], 0),
@@ -848,6 +848,7 @@ VALGRIND = ["valgrind", "-q", "--error-exitcode=1", "--leak-check=full",
     (["--help"], 0),
 ])
 def test_valgrind(tool, tree, tmp_path, args, rc):
+    need.need("valgrind", "valgrind")
     if args == ["MALFORMED"]:
         tree.write("/user.slice", "usage_usec 1\nenergy_uj 99999999999999999999\n")
         tree.write("/system.slice", b"\xff\x00" * 100)

@@ -7,9 +7,11 @@ cpu.stat on quiet cgroups (busy, sleeper, SCHED_FIFO, short-lived) is
 tests/test_accuracy.py's, which the vm stage runs on every kernel too."""
 import json
 import os
+import subprocess
 
 import pytest
 
+import need
 from workload import cgwork, close, guest_json, ok
 
 CHURN = int(os.environ.get('CGE_CHURN', 10000))
@@ -22,6 +24,74 @@ def res(vm, vm_flavour, cge_ko):
                 f'tests/vm/guest/guest_engine.py {cge_ko} {tool}'},
                flavour=vm_flavour, timeout=1200)
     return guest_json(r)
+
+
+def test_per_cpu_state_is_allocated(cge_ko):
+    # struct cge_cpu (1,656 B) comes from alloc_percpu(), not from the static
+    # per-CPU reserve that all modules share: no .data..percpu section
+    r = subprocess.run([need.need('readelf', 'binutils'), '-SW', str(cge_ko)],
+                       capture_output=True, text=True, check=True)
+    assert '.data..percpu' not in r.stdout
+
+
+def test_model_pair_loads_in_either_order(res):
+    r = ok(res, 's_load_params')
+    for params in ('model_idle_mw=5000 model_busy_mw=8000',
+                   'model_busy_mw=8000 model_idle_mw=5000'):
+        assert r[params]['loaded'], r[params]
+        assert r[params]['params'] == {'model_idle_mw': '5000',
+                                       'model_busy_mw': '8000'}, r[params]
+    # idle above busy, given or default (3500): refused as a pair
+    for params, busy in (('model_idle_mw=5000 model_busy_mw=4000', 4000),
+                         ('model_idle_mw=5000', 3500)):
+        p = r[params]
+        assert not p['loaded'] and p['err'] == 'EINVAL', p
+        assert p['log'] == [f'cgroup_energy: refused model_idle_mw=5000 '
+                            f'model_busy_mw={busy}: need model_idle_mw <= '
+                            'model_busy_mw <= 10000000'], p
+
+
+@pytest.mark.parametrize('params, why', [
+    ('source=bogus', 'unknown value'),
+    ('interval_ms=0', 'expected 10-10000 (ms)'),
+    ('interval_ms=9', 'expected 10-10000 (ms)'),
+    ('interval_ms=10001', 'expected 10-10000 (ms)'),
+    ('kcpu_time=abc', 'expected a decimal 0-10, e.g. 1.0 or 0.8'),
+    ('kcpu_wakeups=2', 'expected seconds per wakeup, 0-0.01, e.g. 2e-4'),
+    ('kqos_background=-1', 'expected a decimal 0-10, e.g. 1.0 or 0.8')])
+def test_bad_load_parameter_refused(res, params, why):
+    p = ok(res, 's_load_params')[params]
+    assert not p['loaded'] and p['err'] == 'EINVAL', p
+    # the refusal, then the kernel's own line for the failed load
+    assert p['log'][0] == f'cgroup_energy: refused {params}: {why}', p
+    assert len(p['log']) <= 2, p
+
+
+def test_source_choice_logged(res):
+    r = ok(res, 's_load_params')
+    p = r['source=rapl']                      # QEMU has no RAPL
+    assert not p['loaded'] and p['err'] == 'ENODEV', p
+    assert 'cgroup_energy: source=rapl: no usable RAPL counters on this ' \
+        'machine' in p['log'], p
+    p = r['source=auto']
+    assert p['loaded'], p
+    assert any(ln.startswith('cgroup_energy: no usable RAPL counters: '
+                             'falling back to the power model (740-3500 mW '
+                             'per CPU)') for ln in p['log']), p
+
+
+def test_shortest_interval_keeps_its_period(res):
+    p = ok(res, 's_load_params')['period_10ms']
+    want = p['seconds'] * 100
+    # Samples are due every 10 ms from the last due time, and a due time
+    # that passed while the sampler was late counts as an overrun: every
+    # one of the window's due times is one or the other (62 samples/s and
+    # no overrun when each period began at the end of the previous sample).
+    # One more or less for each end of the window, one for a late sample
+    # that serves a due time inside it from after it. On a quiet host all
+    # are samples (99.9/s); a loaded host starves the vCPU (87/s once).
+    assert want - 3 <= p['samples'] + p['overruns'] <= want + 2, p
+    assert p['samples'] >= 0.5 * want, p
 
 
 def test_load_and_mount(res):
@@ -78,13 +148,26 @@ def test_removed_child_energy_stays_in_parent(res):
     assert r['records_after'] < r['records_before'], r     # its record freed
 
 
+def test_removed_tree_charged_to_nearest_live_ancestor(res):
+    r = ok(res, 's_removed_tree')
+    assert r['samples_between'] == 0, r       # premise: one drain for all
+    assert r['kernel'] > 100000, r             # 0.3 s busy: most of it ran
+    # as test_accuracy's usage checks: 0 to 0.32 ms below cpu.stat measured
+    assert -1000 <= r['charged'] - r['kernel'] <= 1, r
+    assert r['root_ok']
+
+
 def test_overflow_loses_nothing(res):
     r = ok(res, 's_overflow')
     assert r['overflows'] > 0                 # 100 cgroups > 32 slots
     assert r['root_ok']
-    # The subtree's time is all there, and every child got a record of its
-    # own while it ran (see s_overflow for the bound).
-    assert close(r['parent']['usage_usec'], r['kernel'], 0.10, 30000), r
+    # The subtree's time is all there, to test_accuracy's tolerance, and
+    # every child got a record of its own while it ran (see s_overflow for
+    # the bound). The sleepers start in their cgroups (cgwork -C): when
+    # they moved themselves in, the move misfiled 5.7 to 70.9 ms of these
+    # 100 on a loaded host (README, "How right are the numbers";
+    # tests/results/attach-window.jsonl).
+    assert -1000 <= r['parent']['usage_usec'] - r['kernel'] <= 1, r
     assert r['min_usage'] > 0
 
 
@@ -98,10 +181,42 @@ def test_permissions(res):
 def test_namespace_sees_its_subtree(res):
     r = ok(res, 's_namespace')
     assert r['rc'] == 0, r['err']
-    lines = r['out'].splitlines()
+    stat_part, info_part = r['out'].split('---\n')
+    lines = stat_part.splitlines()
     assert lines[:3] == ['energy.info', 'energy.stat', 'inner']
-    assert 'total_uj' not in r['out']         # not the real root
+    assert 'total_uj' not in stat_part         # not the real root
     assert not {'eq1', 'par', 'tw_x'} & set(lines)
+    # its energy.info: the settings and the sample clock, nothing host-wide
+    keys = [ln.split()[0] for ln in info_part.splitlines()]
+    assert keys[:2] == ['version', 'source'] and 'samples' in keys, keys
+    assert not {'records', 'record_bytes', 'packages', 'cache_overflows',
+                'alloc_failures', 'energy_read_errors'} & set(keys), keys
+
+
+def test_host_mount_read_from_a_namespace_shows_the_whole_tree(res):
+    r = ok(res, 's_view')
+    assert r['view'] == ['@view', 'view', 'view/a', 'view/a/b', 'view/c'], r
+    assert r['host_dirs'] > len(r['view'])
+    assert r['child_ns'] == {'dirs': True, 'view_values': True}, r
+    assert r['container'] == {'dirs': True, 'view_values': True}, r
+
+
+def test_host_cwd_in_the_tree_survives_namespace_readers(res):
+    r = ok(res, 's_view')['cwd']
+    assert r['rc'] == 0, r
+    assert r['out'][:4] == ['/sys/fs/cgroup_energy/view', 'a', 'c',
+                            'energy.stat'], r
+    assert r['out'][4].startswith('usage_usec '), r
+
+
+def test_readdir_under_churn_lists_each_cgroup_once(res):
+    r = ok(res, 's_readdir')
+    assert not r['errors'], r
+    # premise: all 400 cgroups before the stable ones were removed while
+    # the directory was listed, and many listings overlapped a removal
+    assert r['early_removed'] == 400 and r['created'] >= 400, r
+    assert r['overlapped'] >= 20, r
+    assert r['bad'] == 0, r
 
 
 def test_bad_parameters_refused(res):
@@ -119,6 +234,10 @@ def test_bad_mount_options_refused(res):
         assert m['rc'] != 0, opt
     for opt in ('bogus', 'mode=1777', 'uid=abc'):
         assert any(f'mount option {opt}' in ln for ln in r['dmesg']), opt
+    # read bits only: a write or execute bit is refused, with the reason
+    for opt in ('mode=0640', 'mode=0777', 'mode=0555'):
+        assert any(f'mount option {opt} refused: mode takes read bits only'
+                   in ln for ln in r['dmesg']), opt
 
 
 def test_churn_with_reader(res):

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from vm import kernels
+import need
 
 REPO = Path(__file__).resolve().parents[1]
 NAME = 'cgroup-energy'
@@ -27,8 +28,13 @@ KEYS = ('usage_usec', 'energy_uj', 'wakeups', 'impact_usec',
         'total_uj', 'idle_uj', 'idle_usec')
 REAL_TREES = [Path('/var/lib/dkms'), Path('/usr/src'), Path('/lib/modules')]
 
-needs_dkms = pytest.mark.skipif(shutil.which('dkms') is None,
-                                reason='dkms missing (apt-get install dkms)')
+
+@pytest.fixture
+def dkms_present():
+    need.need('dkms', 'dkms')
+
+
+needs_dkms = pytest.mark.usefixtures('dkms_present')
 
 
 def conf_value(key):
@@ -144,8 +150,7 @@ def tree(real_before):
 @pytest.fixture(scope='module')
 def installed(tree):
     """`make dkms-install` for Debian's 6.1 into the private tree."""
-    if shutil.which('dkms') is None:
-        pytest.skip('dkms missing (apt-get install dkms)')
+    need.need('dkms', 'dkms')
     k = kernels.kernel('6.1')
     r = tree.make('dkms-install', k)
     assert r.returncode == 0, r.out
@@ -437,9 +442,8 @@ def verify(paths, manpath=None):
     assert r.returncode == 0 and not r.stderr.strip(), r.out
 
 
-@pytest.mark.skipif(shutil.which('systemd-analyze') is None,
-                    reason='systemd-analyze missing (apt-get install systemd)')
 def test_mount_unit_verifies(tmp_path):
+    need.need('systemd-analyze', 'systemd')
     stage_install(tmp_path)
     unit = tmp_path / 'usr/local/lib/systemd/system' / UNIT
     verify([unit], tmp_path / 'usr/local/share/man')
@@ -452,11 +456,12 @@ def test_mount_unit_verifies(tmp_path):
                      text, re.M)
 
 
-@pytest.mark.skipif(
-    not Path('/lib/systemd/system-generators/systemd-fstab-generator')
-    .exists() or shutil.which('systemd-analyze') is None,
-    reason='systemd missing (apt-get install systemd)')
 def test_readme_fstab_line_makes_a_valid_unit(tmp_path):
+    need.need('systemd-analyze', 'systemd')
+    if not Path('/lib/systemd/system-generators/systemd-fstab-generator'
+                ).exists():
+        need.missing('systemd-fstab-generator missing (apt-get install '
+                     'systemd)')
     readme = (REPO / 'README.md').read_text()
     lines = [ln.strip() for ln in readme.splitlines()
              if re.match(r'\s*cgroup_energy\s+/sys/fs/cgroup_energy\s', ln)]

@@ -13,9 +13,9 @@
 
 /* untouched-output canary */
 #define CGE_T_CANARY	0xdeadbeefcafef00dULL
-/* the callers' bounds: 1000.0 for the time coefficients, 1.0 for wakeups */
-#define CGE_T_MAX_TIME	(1000 * CGE_COEF_ONE)
-#define CGE_T_MAX_WAKE	CGE_COEF_ONE
+/* the parameters' bounds: 10.0 for the time coefficients, 0.01 for wakeups */
+#define CGE_T_MAX_TIME	CGE_COEF_MAX_TIME
+#define CGE_T_MAX_WAKE	CGE_COEF_MAX_WAKEUP
 /* ns in one second */
 #define CGE_T_SEC	1000000000ULL
 
@@ -185,22 +185,23 @@ static void cge_t_parse_huge(struct kunit *test)
 
 static void cge_t_parse_max(struct kunit *test)
 {
-	/* time coefficients: up to 1000.0 */
-	cge_t_ok(test, "1000", CGE_T_MAX_TIME, 1000000000000ULL);
-	cge_t_ok(test, "1e3\n", CGE_T_MAX_TIME, 1000000000000ULL);
-	cge_t_ok(test, "999.999999999", CGE_T_MAX_TIME, 999999999999ULL);
+	/* time coefficients: up to 10.0 */
+	cge_t_ok(test, "10", CGE_T_MAX_TIME, 10000000000ULL);
+	cge_t_ok(test, "1e1\n", CGE_T_MAX_TIME, 10000000000ULL);
+	cge_t_ok(test, "9.999999999", CGE_T_MAX_TIME, 9999999999ULL);
 	/* rounded first, then compared */
-	cge_t_ok(test, "1000.0000000004", CGE_T_MAX_TIME, 1000000000000ULL);
-	cge_t_bad(test, "1000.0000000005", CGE_T_MAX_TIME);
-	cge_t_bad(test, "1000.000000001", CGE_T_MAX_TIME);
-	cge_t_bad(test, "1001", CGE_T_MAX_TIME);
-	cge_t_bad(test, "1e4", CGE_T_MAX_TIME);
+	cge_t_ok(test, "10.0000000004", CGE_T_MAX_TIME, 10000000000ULL);
+	cge_t_bad(test, "10.0000000005", CGE_T_MAX_TIME);
+	cge_t_bad(test, "10.000000001", CGE_T_MAX_TIME);
+	cge_t_bad(test, "11", CGE_T_MAX_TIME);
+	cge_t_bad(test, "1e2", CGE_T_MAX_TIME);
 
-	/* kcpu_wakeups: up to 1.0 */
-	cge_t_ok(test, "1", CGE_T_MAX_WAKE, CGE_COEF_ONE);
+	/* kcpu_wakeups: up to 0.01 s */
+	cge_t_ok(test, "0.01", CGE_T_MAX_WAKE, 10000000);
+	cge_t_ok(test, "1e-2", CGE_T_MAX_WAKE, 10000000);
 	cge_t_ok(test, "2e-4", CGE_T_MAX_WAKE, 200000);
-	cge_t_bad(test, "1.000000001", CGE_T_MAX_WAKE);
-	cge_t_bad(test, "2", CGE_T_MAX_WAKE);
+	cge_t_bad(test, "0.010000001", CGE_T_MAX_WAKE);
+	cge_t_bad(test, "1", CGE_T_MAX_WAKE);
 
 	/* a zero bound still accepts zero */
 	cge_t_ok(test, "0", 0, 0);
@@ -390,7 +391,7 @@ static void cge_t_impact_saturate(struct kunit *test)
 			U64_MAX);
 	KUNIT_EXPECT_EQ(test, cge_impact_ns(&one, U64_MAX - 5, 0, 4),
 			U64_MAX - 1);
-	/* 1000.0 * U64_MAX ns */
+	/* the largest kcpu_time * U64_MAX ns */
 	one.kcpu_time = CGE_T_MAX_TIME;
 	KUNIT_EXPECT_EQ(test, cge_impact_ns(&one, U64_MAX, 0, 0), U64_MAX);
 }

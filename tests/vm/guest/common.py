@@ -177,13 +177,15 @@ def conservation_ok(s):
 
 
 class Work:
-    """Runs the cgwork helper binary."""
+    """Runs the cgwork helper binary, its work in a child created in the
+    cgroup (cgwork -C: no move into it to account, see README "How right
+    are the numbers"); the process started waits for that child."""
 
     def __init__(self, binary):
         self.bin = binary
 
     def start(self, cg, *args, cpu=None):
-        cmd = [self.bin, '-c', str(CG / cg)]
+        cmd = [self.bin, '-C', str(CG / cg)]
         if cpu is not None:
             cmd += ['-p', str(cpu)]
         return subprocess.Popen(cmd + [str(a) for a in args])
@@ -196,8 +198,9 @@ class Work:
     @staticmethod
     def switches(p):
         """Wait for @p and return the kernel's count of its context switches
-        (wait4): {'sleeps': voluntary (for a sleeper, its sleeps), 'switched':
-        voluntary + involuntary}. A task's cgroup gets a wakeup only when the
+        (wait4, which includes the child it waited for; its own wait adds
+        one or two): {'sleeps': voluntary (for a sleeper, its sleeps),
+        'switched': voluntary + involuntary}. A task's cgroup gets a wakeup only when the
         task is switched in, so a cgroup of one task has at most switched + 1
         (its first run): a bound the module did not compute."""
         _, status, ru = os.wait4(p.pid, 0)

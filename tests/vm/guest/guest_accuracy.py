@@ -49,13 +49,14 @@ def s_accuracy(ctx):
     a.wait()
     b = W.start('busy', 'busy', 2)
     c = W.start('sleeper', 'sleeper', 2000, 2)
-    b.wait()
+    busy_switches = W.switches(b)
     switches = W.switches(c)
-    sh(f'chrt -f 10 {CGWORK} -c {CG}/fifo_cpu1 -p 1 busy 0.5')
+    sh(f'chrt -f 10 {CGWORK} -C {CG}/fifo_cpu1 -p 1 busy 0.5')
     W.run('spawn', 'spawn', 300, 2000)
     out = compare_usage(cgs)
     out['root_ok'] = conservation_ok(stat())
     out['sleeper'].update(switches)
+    out['busy'].update(busy_switches)
     return out
 
 

@@ -3,14 +3,20 @@
     python3 guest_engine.py cgroup_energy.ko cgwork
 Prints one line 'CGE-RESULT {json}' with the measurements of each scenario;
 the host test asserts on them."""
+import errno
+import json
 import os
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
-from common import (CG, EN, REPO, Work, conservation_ok, cpu_usage, dmesg, info,
-                    kv, main_args, mkcg, next_sample, proc_idle_usec,
-                    scenarios, set_param, get_param, settle, sh, snapshot,
-                    stat, wait_records)
+from common import (CG, EN, REPO, Work, conservation_ok, cpu_usage, dmesg,
+                    freeze, info,
+                    insmod, kv, main_args, mkcg, mount_en, next_sample,
+                    proc_idle_usec, rmmod, scenarios, set_param, get_param, settle, sh,
+                    snapshot, stat, umount_en, wait_records)
 
 KO, CGWORK = main_args()
 W = Work(CGWORK)
@@ -21,6 +27,50 @@ def read_root():
     s = stat()
     ROOT_READS.append(conservation_ok(s))
     return s
+
+
+# Load-time parameters: refused ones as a runtime write is (a log line), the
+# model's pair checked as a pair in either order.
+LOAD_PARAMS = ['model_idle_mw=5000 model_busy_mw=8000',
+               'model_busy_mw=8000 model_idle_mw=5000',
+               'model_idle_mw=5000 model_busy_mw=4000',
+               'model_idle_mw=5000',
+               'source=bogus', 'interval_ms=0', 'interval_ms=9',
+               'interval_ms=10001', 'kcpu_time=abc', 'kcpu_wakeups=2',
+               'kqos_background=-1', 'source=rapl', 'source=auto']
+
+
+def s_load_params(ctx):
+    out = {}
+    for i, params in enumerate(LOAD_PARAMS):
+        mark = f'cge-test {i}: insmod {params}'
+        (Path('/dev/kmsg')).write_text(mark + '\n')
+        try:
+            insmod(KO, params)
+        except OSError as e:
+            r = {'loaded': False, 'err': errno.errorcode[e.errno]}
+        else:
+            r = {'loaded': True,
+                 'params': {k.split('=')[0]: get_param(k.split('=')[0])
+                            for k in params.split()}}
+            rmmod()
+        log = dmesg().split(mark, 1)[1].splitlines()[1:]
+        r['log'] = [ln.split('] ', 1)[-1] for ln in log
+                    if 'cgroup_energy' in ln and 'taint' not in ln]
+        out[params] = r
+    # the shortest interval, kept: samples over 3 s by the guest's clock
+    insmod(KO, 'interval_ms=10')
+    mount_en()
+    i0, t0 = info(), time.monotonic()
+    time.sleep(3)
+    i1, t1 = info(), time.monotonic()
+    umount_en()
+    rmmod()
+    out['period_10ms'] = {
+        'samples': i1['samples'] - i0['samples'],
+        'overruns': i1['sampler_overruns'] - i0['sampler_overruns'],
+        'seconds': t1 - t0}
+    return out
 
 
 def s_load(ctx):
@@ -46,9 +96,25 @@ def s_twice(ctx):
     mkcg('tw_x', 'tw_y')
     # All three on one CPU, each spinning until it has used 1 s of CPU time:
     # tw_x runs twice as long as tw_y however far apart the loops start and
-    # whatever the host does to the vCPUs.
+    # whatever the host does to the vCPUs. They join frozen cgroups and are
+    # thawed together, so they share the same intervals: energy per CPU-ns
+    # depends on what the other CPU does (the model's power is the
+    # package's), and starting three processes under a loaded host once
+    # took long enough to give tw_x's first loop 10 % more per ns alone.
+    for cg in ('tw_x', 'tw_y'):
+        freeze(cg)
     ps = [W.start('tw_x', 'cpu', 1, cpu=1), W.start('tw_x', 'cpu', 1, cpu=1),
           W.start('tw_y', 'cpu', 1, cpu=1)]
+    deadline = time.monotonic() + 60
+    while [len((CG / cg / 'cgroup.procs').read_text().split())
+           for cg in ('tw_x', 'tw_y')] != [2, 1]:
+        if time.monotonic() > deadline:
+            raise RuntimeError('the loops did not join tw_x and tw_y')
+        time.sleep(0.01)
+    for cg in ('tw_x', 'tw_y'):
+        freeze(cg)              # the loops too, now that they are in
+    for cg in ('tw_x', 'tw_y'):
+        (CG / cg / 'cgroup.freeze').write_text('0\n')
     for p in ps:
         p.wait()
     settle()
@@ -80,6 +146,36 @@ def s_removed_child(ctx):
             'records_before': recs, 'records_after': end['records']}
 
 
+def s_removed_tree(ctx):
+    """A cgroup removed with its parent and grandparent before the sampler
+    drained its charge (a container scope, its pod and the pod's slice go
+    together) is charged to the nearest cgroup that still exists, rmt, not
+    to the root. At a 3 s interval the run and the removals fit between two
+    samples; an attempt where a sample came between them (a starved vCPU)
+    tests nothing and is made again, three times at most."""
+    old = get_param('interval_ms')
+    set_param('interval_ms', 3000)
+    try:
+        for attempt in range(1, 4):
+            mkcg('rmt/slice/pod/ctr')
+            before = stat('rmt')['usage_usec'] if (EN / 'rmt').is_dir() else 0
+            settle(1)
+            s0 = info()['samples']
+            W.run('rmt/slice/pod/ctr', 'busy', 0.3)
+            kernel = cpu_usage('rmt/slice/pod/ctr')
+            for rel in ('rmt/slice/pod/ctr', 'rmt/slice/pod', 'rmt/slice'):
+                os.rmdir(CG / rel)
+            between = info()['samples'] - s0
+            settle(1)
+            if not between:
+                break
+    finally:
+        set_param('interval_ms', old)
+    return {'kernel': kernel, 'charged': stat('rmt')['usage_usec'] - before,
+            'samples_between': between, 'attempts': attempt,
+            'root_ok': conservation_ok(read_root())}
+
+
 def s_overflow(ctx):
     # 100 sleepers on CPU 0, each waking every 20 ms: every 250 ms interval
     # meets all of them (about 12 wakeups each), more than the 32 cache slots.
@@ -87,7 +183,9 @@ def s_overflow(ctx):
     # more that overflowed without one (while 16 are left): a cgroup can be
     # passed over in at most 99 / 16 intervals, so it has its own record
     # within 7 intervals (1.75 s) of its start, however the starts spread,
-    # and is charged there for the rest of its 3 s.
+    # and is charged there for the rest of its 3 s. A charge that overflows
+    # before its cgroup has a record goes to its parent's record, ovf's,
+    # which a short run in ovf/o0 makes first: the subtree loses nothing.
     n = 100
     old = get_param('interval_ms')
     set_param('interval_ms', 250)
@@ -95,6 +193,8 @@ def s_overflow(ctx):
         before = info()['cache_overflows']
         cgs = [f'ovf/o{i}' for i in range(n)]
         mkcg(*cgs)
+        W.run('ovf/o0', 'busy', 0.05)
+        settle()
         ps = [W.start(cg, 'sleeper', 20000, 3, cpu=0) for cg in cgs]
         for p in ps:
             p.wait()
@@ -131,20 +231,152 @@ def s_namespace(ctx):
     mkcg('nsroot/inner')
     p = sh(f"sh -c 'echo $$ > {CG}/nsroot/cgroup.procs; exec unshare -Cm "
            f"sh -c \"mount -t cgroup_energy none /mnt && ls /mnt && "
-           f"cat /mnt/energy.stat\"'", check=False)
+           f"cat /mnt/energy.stat && echo --- && cat /mnt/energy.info\"'",
+           check=False)
     return {'rc': p.returncode, 'out': p.stdout, 'err': p.stderr}
+
+
+# Prints {relative dir: [subdirectories, files, energy.stat]} of a tree, and
+# {'@' + path: energy.stat or the error} for each path named after it, read
+# by name first (looked up whether listed or not).
+DUMP_TREE = """import json, os, sys
+root, out = sys.argv[1], {}
+for rel in sys.argv[2:]:
+    try:
+        with open(os.path.join(root, rel, 'energy.stat')) as f:
+            out['@' + rel] = f.read()
+    except OSError as e:
+        out['@' + rel] = e.strerror
+for d, dirs, files in os.walk(root):
+    with open(os.path.join(d, 'energy.stat')) as f:
+        out[os.path.relpath(d, root)] = [sorted(dirs), sorted(files), f.read()]
+print(json.dumps(out))
+"""
+
+
+def dump_tree(how=(), root=EN):
+    """@root as a reader in cgroup 'viewer' sees it, run through @how (a
+    command prefix such as ['unshare', '-C']); view/ is read by name first."""
+    p = subprocess.run(['sh', '-c', f'echo $$ > {CG}/viewer/cgroup.procs; '
+                        'exec "$@"', 'sh', *how, sys.executable, '-c',
+                        DUMP_TREE, str(root), 'view'], text=True,
+                       capture_output=True)
+    if p.returncode:
+        return {'error': p.stderr}
+    return json.loads(p.stdout)
+
+
+def s_view(ctx):
+    """What a mount shows belongs to the mount: the host mount read from a
+    child cgroup namespace, and by a container-style reader (own cgroup
+    and mount namespaces, the host tree bind-mounted in), is the host's
+    tree with the host's values; a host process whose cwd is in the tree
+    keeps it (a reader that looks its directory up must not invalidate the
+    dentry). The cgroups under view/ are idle while they are read, so
+    their energy.stat does not change between the reads."""
+    mkcg('view/a/b', 'view/c', 'viewer')
+    W.run('view/a/b', 'busy', 0.5)
+    settle()
+    # the kernel's own view of the cwd: ' (deleted)' once its dentry is
+    # dropped (pwd -P would find the name again by reading '..')
+    cwd = subprocess.Popen(['sh', '-c', 'read go; readlink /proc/self/cwd; '
+                            'ls; cat energy.stat'], cwd=EN / 'view', text=True,
+                           stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE)
+    host = dump_tree()
+    child_ns = dump_tree(['unshare', '-C'])
+    container = dump_tree(['unshare', '-Cm', 'sh', '-c',
+                           f'mount --bind {EN} /mnt && exec "$@"', 'sh'],
+                          root='/mnt')
+    out, err = cwd.communicate('go\n')
+    view = {k: v for k, v in host.items()
+            if k in ('@view', 'view') or k.startswith('view/')}
+
+    def same(tree):
+        if 'error' in tree:
+            return tree
+        return {'dirs': {k: v[:2] for k, v in tree.items() if k[0] != '@'} ==
+                {k: v[:2] for k, v in host.items() if k[0] != '@'},
+                'view_values': all(tree.get(k) == v for k, v in view.items())}
+    return {'host_dirs': len(host), 'view': sorted(view),
+            'child_ns': same(child_ns),
+            'container': same(container),
+            'cwd': {'rc': cwd.returncode, 'out': out.splitlines(),
+                    'err': err}}
+
+
+def s_readdir(ctx):
+    """A directory of 1,000 cgroups listed over and over while others are
+    created and removed beside them, before and after them in the kernel's
+    order: every listing has each of the 1,000 exactly once. Removing one
+    created before them shifts their index; 400 such removals are paced
+    over the run (one every 10 ms) so that many listings overlap one.
+    Names of 40 characters make a listing need several getdents calls
+    (glibc reads 32 KiB at a time) and several of the module's one-page
+    batches."""
+    stable = [f'stable-{i:04d}-' + 'x' * 28 for i in range(1000)]
+    early = [f'early-{i:04d}' for i in range(400)]
+    mkcg(*[f'rd/{n}' for n in early])
+    mkcg(*[f'rd/{n}' for n in stable])
+    stop = threading.Event()
+    churned = {'removed': 0, 'created': 0, 'errors': []}
+    removed_at = []
+
+    def churn():
+        i = 0
+        try:
+            while not stop.is_set():
+                if i < len(early):
+                    os.rmdir(CG / 'rd' / early[i])
+                    removed_at.append(time.monotonic())
+                    churned['removed'] += 1
+                (CG / 'rd' / f'late-{i:05d}').mkdir()
+                churned['created'] += 1
+                if i >= 50:
+                    os.rmdir(CG / 'rd' / f'late-{i - 50:05d}')
+                    churned['removed'] += 1
+                i += 1
+                time.sleep(0.01)
+        except OSError as e:
+            churned['errors'].append(str(e))
+    t = threading.Thread(target=churn)
+    t.start()
+    want = set(stable)
+    spans = []
+    bad = 0
+    t0 = time.monotonic()
+    try:
+        while len(removed_at) < len(early) and not churned['errors']:
+            a = time.monotonic()
+            names = [n for n in os.listdir(EN / 'rd')
+                     if n.startswith('stable-')]
+            spans.append((a, time.monotonic()))
+            bad += len(names) != len(want) or set(names) != want
+            if time.monotonic() - t0 > 120:
+                break
+    finally:
+        stop.set()
+        t.join()
+    overlapped = sum(any(a <= r <= b for r in removed_at) for a, b in spans)
+    for n in os.listdir(CG / 'rd'):
+        if (CG / 'rd' / n).is_dir():
+            os.rmdir(CG / 'rd' / n)
+    return {'listings': len(spans), 'overlapped': overlapped, 'bad': bad,
+            'early_removed': len(removed_at), **churned}
 
 
 def s_bad_input(ctx):
     out = {'params': {}, 'mounts': {}}
-    for name, val in [('interval_ms', 0), ('interval_ms', 10001),
+    for name, val in [('interval_ms', 0), ('interval_ms', 9),
+                      ('interval_ms', 10001),
                       ('interval_ms', 'abc'), ('model_busy_mw', 100),
                       ('model_idle_mw', 99999), ('split', 'bogus')]:
         old = get_param(name)
         ok, err = set_param(name, val)
         out['params'][f'{name}={val}'] = {'accepted': ok, 'err': err,
                                           'kept': get_param(name) == old}
-    for opt in ('bogus=1', 'mode=1777', 'uid=abc', 'mode=9'):
+    for opt in ('bogus=1', 'mode=1777', 'uid=abc', 'mode=9', 'mode=0640',
+                'mode=0777', 'mode=0555'):
         p = sh(f'mount -t cgroup_energy -o {opt} none /mnt', check=False)
         out['mounts'][opt] = {'rc': p.returncode, 'err': p.stderr}
     out['dmesg'] = [ln for ln in dmesg().splitlines() if 'refused' in ln]
@@ -277,8 +509,8 @@ def s_unload(ctx):
 
 if __name__ == '__main__':
     ctx = {'churn': int(os.environ.get('CGE_CHURN', 10000)), 'repo': REPO}
-    scenarios([s_load, s_equal_pinned, s_twice, s_parent_sum,
-               s_removed_child, s_overflow, s_permissions,
-               s_namespace, s_bad_input, s_churn, s_hotplug, s_suspend, s_quiet,
+    scenarios([s_load_params, s_load, s_equal_pinned, s_twice,
+               s_parent_sum, s_removed_child, s_removed_tree, s_overflow, s_permissions,
+               s_namespace, s_view, s_readdir, s_bad_input, s_churn, s_hotplug, s_suspend, s_quiet,
                s_conservation,
                s_energystat, s_unload], ctx)

@@ -95,7 +95,9 @@ def s_bad_coefficients(ctx):
     out = {}
     for name, val in [('kcpu_time', 'abc'), ('kcpu_time', '-1'),
                       ('kcpu_wakeups', '\n'), ('kcpu_wakeups', '1e9'),
-                      ('kqos_background', '0.8x'), ('kcpu_time', '1e999')]:
+                      ('kqos_background', '0.8x'), ('kcpu_time', '1e999'),
+                      ('kcpu_time', '11'), ('kqos_background', '10.5'),
+                      ('kcpu_wakeups', '0.02')]:
         old = get_param(name)
         ok, err = set_param(name, val)
         out[f'{name}={val.strip()}'] = {'accepted': ok, 'err': err,

@@ -199,7 +199,7 @@ class Readers:
                 'bad_sample': self.bad[:3], 'errors': dict(self.errors)}
 
 
-PARAM_CYCLE = [('interval_ms', v) for v in (1, 7, 50, 100, 250, 100)] + [
+PARAM_CYCLE = [('interval_ms', v) for v in (10, 17, 50, 100, 250, 100)] + [
     ('split', 'impact'), ('split', 'time'),
     ('model_busy_mw', 5000), ('model_idle_mw', 1000),
     ('model_idle_mw', 500), ('model_busy_mw', 3000),
@@ -394,7 +394,7 @@ def s_reload(ctx):
     with Storm() as st:
         for i in range(N_RELOADS):
             t0 = time.time()
-            insmod(KO, f'interval_ms={(1, 10, 100)[i % 3]}')
+            insmod(KO, f'interval_ms={(10, 50, 100)[i % 3]}')
             mount_en()
             time.sleep(0.3)
             s = stat()

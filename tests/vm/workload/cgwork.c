@@ -3,13 +3,16 @@
  * cgwork - small, cheap workloads for the VM tests (a python process per
  * cgroup is too heavy under TCG).
  *
- *   cgwork [-c CGROUP_DIR] [-p CPU] busy SECONDS
- *   cgwork [-c CGROUP_DIR] [-p CPU] cpu CPU_SECONDS
- *   cgwork [-c CGROUP_DIR] [-p CPU] sleeper PERIOD_US SECONDS
- *   cgwork [-c CGROUP_DIR] [-p CPU] spawn N BUSY_US
- *   cgwork [-c CGROUP_DIR] [-p CPU] hop BASE_DIR N BUSY_US
+ *   cgwork [-c|-C CGROUP_DIR] [-p CPU] busy SECONDS
+ *   cgwork [-c|-C CGROUP_DIR] [-p CPU] cpu CPU_SECONDS
+ *   cgwork [-c|-C CGROUP_DIR] [-p CPU] sleeper PERIOD_US SECONDS
+ *   cgwork [-c|-C CGROUP_DIR] [-p CPU] spawn N BUSY_US
+ *   cgwork [-c|-C CGROUP_DIR] [-p CPU] hop BASE_DIR N BUSY_US
  *
- * -c moves the process into the cgroup first, -p pins it to one CPU.
+ * -c moves the process into the cgroup first. -C runs the work in a child
+ * created in the cgroup (clone3 with CLONE_INTO_CGROUP, as systemd starts
+ * services): it never runs anywhere else, so no move is accounted; the
+ * process waits for it and exits with its status. -p pins to one CPU.
  * busy spins for SECONDS of wall time, cpu until the process has used
  * CPU_SECONDS of CPU time, however long the CPU is shared.
  * hop creates BASE_DIR/hN, runs BUSY_US in it, moves back and removes it, N
@@ -18,11 +21,14 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/sched.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -85,6 +91,35 @@ static int join(const char *dir)
 	return close(fd);
 }
 
+/* Go on in a child created in cgroup @dir; this process only waits. */
+static int spawn_into(const char *dir)
+{
+	struct clone_args args = { .flags = CLONE_INTO_CGROUP,
+				   .exit_signal = SIGCHLD };
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), status;
+	long pid;
+
+	if (fd < 0) {
+		perror(dir);
+		return -1;
+	}
+	args.cgroup = fd;
+	pid = syscall(SYS_clone3, &args, sizeof(args));
+	if (pid < 0) {
+		perror("clone3");
+		close(fd);
+		return -1;
+	}
+	close(fd);
+	if (pid == 0)
+		return 0;
+	if (waitpid(pid, &status, 0) < 0) {
+		perror("waitpid");
+		exit(1);
+	}
+	exit(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+}
+
 static int pin(int cpu)
 {
 	cpu_set_t set;
@@ -121,8 +156,10 @@ int main(int argc, char **argv)
 {
 	int opt;
 
-	while ((opt = getopt(argc, argv, "+c:p:")) != -1) {
+	while ((opt = getopt(argc, argv, "+c:C:p:")) != -1) {
 		if (opt == 'c' && join(optarg))
+			return 1;
+		if (opt == 'C' && spawn_into(optarg))
 			return 1;
 		if (opt == 'p' && pin(atoi(optarg))) {
 			perror("sched_setaffinity");
@@ -169,6 +206,6 @@ int main(int argc, char **argv)
 	}
 	if (argc >= 4 && !strcmp(argv[0], "hop"))
 		return hop(argv[1], atol(argv[2]), atol(argv[3]));
-	fprintf(stderr, "usage: cgwork [-c CGROUP] [-p CPU] busy SEC | cpu CPU_SEC | sleeper PERIOD_US SEC | spawn N BUSY_US | hop BASE N BUSY_US\n");
+	fprintf(stderr, "usage: cgwork [-c|-C CGROUP] [-p CPU] busy SEC | cpu CPU_SEC | sleeper PERIOD_US SEC | spawn N BUSY_US | hop BASE N BUSY_US\n");
 	return 2;
 }

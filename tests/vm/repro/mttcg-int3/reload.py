@@ -38,7 +38,7 @@ say(f'start {mode} {n}')
 for i in range(n):
     t0 = time.time()
     if mode == 'cge':
-        sh(f'insmod {ko} interval_ms={(1, 10, 100)[i % 3]}')
+        sh(f'insmod {ko} interval_ms={(10, 50, 100)[i % 3]}')
         sh(f'mount -t cgroup_energy none {EN}')
         time.sleep(0.3)
         open(f'{EN}/energy.stat').read()

@@ -1,0 +1,118 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * gone.c - the parents of recently removed cgroups.
+ *
+ * The probe records a cgroup's id and its parent's. When both are removed
+ * before the sampler drains their charge (a pod and its container scope go
+ * together), the ids alone cannot say where the charge belongs: a removed
+ * cgroup can no longer be looked up. The cgroup_rmdir tracepoint fires for
+ * each removal, with the cgroup and so its parent; this file keeps the last
+ * CGE_GONE_NR (cgroup, parent) pairs so the sampler can walk up to the
+ * nearest ancestor that still exists. The tracepoint fires after the
+ * cgroup's directory is removed: a sample that walks up through a cgroup
+ * in between finds it neither live nor here, and charges the root.
+ *
+ * With a probe attached, every rmdir on the machine also formats the
+ * cgroup's path for the tracepoint (cgroup_path() under a global lock).
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/kernel.h>
+#include <linux/cgroup.h>
+#include <linux/spinlock.h>
+#include <linux/string.h>
+#include <linux/tracepoint.h>
+
+#include "gone.h"
+
+/*
+ * Removals remembered. A pair is needed from the cgroup's removal until the
+ * next sample: at the longest interval (10 s) that covers 200 removals a
+ * second, far above what container hosts do. Once a pair is overwritten,
+ * its cgroup's last charge goes to the root unless the parent the probe
+ * recorded still exists.
+ */
+#define CGE_GONE_NR	2048
+
+struct cge_gone {
+	u64 cgid;
+	u64 parent;
+};
+
+static struct cge_gone cge_gone_ring[CGE_GONE_NR];
+static unsigned int cge_gone_next;
+/* The tracepoint writes, the sampler reads; neither sleeps under it. */
+static DEFINE_RAW_SPINLOCK(cge_gone_lock);
+static struct tracepoint *cge_rmdir_tp;
+
+/*
+ * Process context, under cgroup_mutex and the tracepoint's path lock (a
+ * spinlock, IRQs off without PREEMPT_RT); 7.2 runs tracepoint probes under
+ * SRCU, preemptible. No allocation, no sleeping.
+ */
+static void cge_rmdir_probe(void *data, struct cgroup *cgrp, const char *path)
+{
+	struct cgroup *parent = cgroup_parent(cgrp);
+	struct cge_gone *g;
+
+	if (cgrp->root != &cgrp_dfl_root || !parent)	/* v2 ids only */
+		return;
+	raw_spin_lock(&cge_gone_lock);
+	g = &cge_gone_ring[cge_gone_next];
+	g->cgid = cgroup_id(cgrp);
+	g->parent = cgroup_id(parent);
+	cge_gone_next = (cge_gone_next + 1) % CGE_GONE_NR;
+	raw_spin_unlock(&cge_gone_lock);
+}
+
+/**
+ * cge_gone_parent() - the parent of a recently removed cgroup
+ * @cgid: the removed cgroup's id
+ *
+ * Return: its parent's id, or 0 if @cgid is not among the last CGE_GONE_NR
+ * removals.
+ */
+u64 cge_gone_parent(u64 cgid)
+{
+	struct cge_gone *g;
+	u64 parent = 0;
+	unsigned int i;
+
+	/* Newest first: a charge's cgroup was removed in the last interval. */
+	raw_spin_lock(&cge_gone_lock);
+	for (i = 1; i <= CGE_GONE_NR; i++) {
+		g = &cge_gone_ring[(cge_gone_next + CGE_GONE_NR - i) %
+				   CGE_GONE_NR];
+		if (g->cgid == cgid) {
+			parent = g->parent;
+			break;
+		}
+	}
+	raw_spin_unlock(&cge_gone_lock);
+	return parent;
+}
+
+static void cge_find_rmdir_tp(struct tracepoint *tp, void *priv)
+{
+	if (!strcmp(tp->name, "cgroup_rmdir"))
+		cge_rmdir_tp = tp;
+}
+
+/* Without the tracepoint, such a charge goes to the root. */
+void cge_gone_init(void)
+{
+	for_each_kernel_tracepoint(cge_find_rmdir_tp, NULL);
+	if (!cge_rmdir_tp ||
+	    tracepoint_probe_register(cge_rmdir_tp, cge_rmdir_probe, NULL)) {
+		pr_warn("cannot attach to cgroup_rmdir: the charge of a cgroup removed with its parent goes to the root\n");
+		cge_rmdir_tp = NULL;
+	}
+}
+
+void cge_gone_exit(void)
+{
+	if (!cge_rmdir_tp)
+		return;
+	tracepoint_probe_unregister(cge_rmdir_tp, cge_rmdir_probe, NULL);
+	tracepoint_synchronize_unregister();
+}

@@ -1,0 +1,43 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * total.c - cumulative totals that never wrap: times kept in microseconds
+ * with their nanosecond remainder, and adds that stop at U64_MAX. A total
+ * never decreases, as energy.stat promises.
+ */
+#include <linux/kernel.h>
+#include <linux/limits.h>
+#include <linux/math64.h>
+#include <linux/overflow.h>
+#include <linux/time64.h>
+
+#include "total.h"
+
+/* @a + @b, or U64_MAX if that does not fit. */
+u64 cge_sat_add(u64 a, u64 b)
+{
+	u64 sum;
+
+	return check_add_overflow(a, b, &sum) ? U64_MAX : sum;
+}
+
+/**
+ * cge_time_add() - add @ns to @t, exactly
+ * @t: the total
+ * @ns: nanoseconds
+ *
+ * t->us stays floor(all nanoseconds added / 1000) until it reaches U64_MAX,
+ * where it stays.
+ */
+void cge_time_add(struct cge_time_total *t, u64 ns)
+{
+	u32 rem;
+	u64 us = div_u64_rem(ns, NSEC_PER_USEC, &rem);
+
+	rem += t->rem_ns;
+	if (rem >= NSEC_PER_USEC) {
+		rem -= NSEC_PER_USEC;
+		us++;
+	}
+	t->rem_ns = rem;
+	t->us = cge_sat_add(t->us, us);
+}
