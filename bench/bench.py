@@ -178,7 +178,8 @@ def build_clockcal(flavour=FLAVOUR):
 
 # ------------------------------------------------------- static memory facts
 
-def symbol_sizes(ko, names=('cge_cpu', 'cge_selftime', 'cge_hash', 'cge_cs')):
+def symbol_sizes(ko, names=('cge_cpu', 'cge_selftime', 'cge_hash', 'cge_cs',
+                             'cge_gone_ring')):
     """Sizes of the module's static and per-CPU objects (readelf -s)."""
     out = {}
     r = subprocess.run(['readelf', '-sW', str(ko)], capture_output=True,
@@ -492,8 +493,9 @@ def markdown(d):
     L.append(f'| memory per CPU (struct cge_cpu) | {fmt(s["bytes_per_cpu"])} B '
              f'| <= 4096 B |')
     fx = s.get('fixed_bytes') or {}
-    L.append(f'| fixed: hash table / sampler scratch / module size | '
-             f'{fmt(fx.get("cge_hash"))} / {fmt(fx.get("cge_cs"))} / '
+    L.append(f'| fixed: hash table / sampler scratch / removed-cgroup '
+             f'ring / module size | {fmt(fx.get("cge_hash"))} / '
+             f'{fmt(fx.get("cge_cs"))} / {fmt(fx.get("cge_gone_ring"))} / '
              f'{fmt(s.get("module_bytes"))} B | |')
     L.append(f'| sampler scratch per active cgroup (kvmalloc, kept) | '
              f'{fmt(s["sampler_scratch_bytes_per_active_cgroup"])} B | |')

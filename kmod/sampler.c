@@ -285,10 +285,12 @@ static void cge_retire(struct list_head *act, bool added)
 /*
  * Read @pkg's energy for this interval and split it between the @n active
  * records; @idle_ns is its CPUs' idle time. Without scratch room for @n
- * records, the energy goes to idle and the time is kept.
+ * records, the energy goes to idle and the time is kept. Not inlined:
+ * make bench times it with ftrace.
  */
-static void cge_split_pkg(struct cge_pkg *pkg, struct list_head *act,
-			  unsigned int n, u64 idle_ns)
+static noinline void cge_split_pkg(struct cge_pkg *pkg,
+				   struct list_head *act, unsigned int n,
+				   u64 idle_ns)
 {
 	struct cge_root_stat *rs = &cge_root_stat;
 	bool room = !cge_grow(n);
