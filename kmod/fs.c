@@ -123,11 +123,22 @@ static void cge_evict_inode(struct inode *inode)
 }
 
 /*
- * @parent's online child cgroup called @name, with a reference, or NULL.
- * A cgroup joins its parent's children list only once it is fully created
- * and leaves it (list_del_rcu) before it is freed an RCU grace period later;
- * cgroup v2 has no rename, so a name read under RCU stays valid. One pass
- * over the children: lookups cost what readdir does.
+ * A child cgroup that cgroupfs shows: online, and its directory activated.
+ * cgroup_create() links a cgroup into its parent's children and marks it
+ * online before it populates and activates the directory, and a mkdir can
+ * still fail after that.
+ */
+static bool cge_child_shown(struct cgroup_subsys_state *css)
+{
+	return cge_cgroup_online(css->cgroup) &&
+	       (READ_ONCE(css->cgroup->kn->flags) & KERNFS_ACTIVATED);
+}
+
+/*
+ * @parent's shown child cgroup called @name, with a reference, or NULL.
+ * Children leave the list (list_del_rcu) before they are freed an RCU grace
+ * period later; cgroup v2 has no rename, so a name read under RCU stays
+ * valid. One pass over the children: lookups cost what readdir does.
  */
 static struct cgroup *cge_child_get(struct cgroup *parent, const char *name)
 {
@@ -136,7 +147,7 @@ static struct cgroup *cge_child_get(struct cgroup *parent, const char *name)
 
 	rcu_read_lock();
 	list_for_each_entry_rcu(css, &parent->self.children, sibling) {
-		if (!cge_cgroup_online(css->cgroup) ||
+		if (!cge_child_shown(css) ||
 		    strcmp(cge_kn_name(css->cgroup->kn), name))
 			continue;
 		if (cgroup_tryget(css->cgroup))
@@ -220,10 +231,11 @@ struct cge_dirent {
 	ALIGN(offsetof(struct cge_dirent, name) + (len) + 1, sizeof(u64))
 
 /*
- * Copy the online children of @cgrp at positions from @pos on into @buf
+ * Copy the shown children of @cgrp at positions from @pos on into @buf
  * (@size bytes), in order, as many as fit. *@last, if set, is the child a
- * previous batch ended with, held: the walk goes on after it while it is
- * still linked, else from the first child. Walks @cgrp's children only.
+ * previous batch ended with, held: a held css stays on the list (it leaves
+ * it only when released), so the walk goes on after it. Walks @cgrp's
+ * children only.
  * Return: bytes used; *@more says whether some did not fit, and then
  * *@last holds the last child copied (or NULL); the old one is put.
  */
@@ -240,15 +252,16 @@ static size_t cge_children_from(struct cgroup *cgrp, loff_t pos,
 
 	*more = false;
 	rcu_read_lock();
-	if (prev && !(READ_ONCE(prev->flags) & CSS_RELEASED))
-		child = list_entry_rcu(prev->sibling.next,
-				       struct cgroup_subsys_state, sibling);
-	else
-		child = list_entry_rcu(head->next, struct cgroup_subsys_state,
-				       sibling);
-	list_for_each_entry_from_rcu(child, head, sibling) {
+	child = prev ? list_next_or_null_rcu(head, &prev->sibling,
+					     struct cgroup_subsys_state,
+					     sibling) :
+		       list_first_or_null_rcu(head, struct cgroup_subsys_state,
+					      sibling);
+	for (; child; child = list_next_or_null_rcu(head, &child->sibling,
+						    struct cgroup_subsys_state,
+						    sibling)) {
 		if (child->serial_nr + CGE_POS_CHILD < pos ||
-		    !cge_cgroup_online(child->cgroup))
+		    !cge_child_shown(child))
 			continue;
 		name = cge_kn_name(child->cgroup->kn);
 		len = strlen(name);

@@ -366,14 +366,16 @@ static void cge_sample_now(void)
  * period was counted from the end of the last sample). A sample serves the
  * due time it was queued for, however late it runs; the due times that pass
  * before it ends are missed and counted as overruns, and the next sample is
- * due at the first due time still ahead, so the sampler never runs back to
- * back and samples + overruns is the number of due times.
+ * queued for the first due time still ahead, so samples + overruns is the
+ * number of due times. The timer fires on a tick: a sample can start up to
+ * a tick before or after its due time. A new interval_ms applies from the
+ * sample already queued, which keeps the old one.
  */
 static void cge_sample_fn(struct work_struct *work)
 {
 	u64 period = (u64)READ_ONCE(cge_interval_ms) * NSEC_PER_MSEC;
 	unsigned long delay;
-	u64 now, missed;
+	u64 now, missed, due;
 
 	mutex_lock(&cge_lock);
 	if (!cge_due_ns)
@@ -386,8 +388,9 @@ static void cge_sample_fn(struct work_struct *work)
 		cge_sampler_health.overruns += missed;
 		cge_due_ns += missed * period;
 	}
+	due = cge_due_ns;
 	mutex_unlock(&cge_lock);
-	delay = DIV_ROUND_UP_ULL(cge_due_ns - now, TICK_NSEC);
+	delay = DIV_ROUND_UP_ULL(due - now, TICK_NSEC);
 	if (!READ_ONCE(cge_stopping))
 		queue_delayed_work(cge_unbound_wq, &cge_work, delay);
 }

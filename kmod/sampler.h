@@ -12,7 +12,7 @@ struct cge_source;
 
 struct cge_sampler_health {
 	u64 samples;
-	u64 overruns;		/* samples that started an interval late */
+	u64 overruns;		/* due times a late sampler missed */
 	u64 last_sample_ns;	/* CLOCK_MONOTONIC */
 	u64 alloc_failures;
 };

@@ -214,7 +214,7 @@ def test_readdir_under_churn_lists_each_cgroup_once(res):
     assert not r['errors'], r
     # premise: all 400 cgroups before the stable ones were removed while
     # the directory was listed, and many listings overlapped a removal
-    assert r['early_removed'] == 400 and r['created'] >= 400, r
+    assert r['early_removed'] == 400, r
     assert r['overlapped'] >= 20, r
     assert r['bad'] == 0, r
 

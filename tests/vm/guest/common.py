@@ -185,9 +185,10 @@ class Work:
         self.bin = binary
 
     def start(self, cg, *args, cpu=None):
-        cmd = [self.bin, '-C', str(CG / cg)]
+        cmd = [self.bin]
         if cpu is not None:
-            cmd += ['-p', str(cpu)]
+            cmd += ['-p', str(cpu)]        # first: the child is born pinned
+        cmd += ['-C', str(CG / cg)]
         return subprocess.Popen(cmd + [str(a) for a in args])
 
     def run(self, cg, *args, cpu=None):
@@ -198,8 +199,9 @@ class Work:
     @staticmethod
     def switches(p):
         """Wait for @p and return the kernel's count of its context switches
-        (wait4, which includes the child it waited for; its own wait adds
-        one or two): {'sleeps': voluntary (for a sleeper, its sleeps),
+        (wait4, which includes the child it waited for; the waiter's own
+        exec, start and wait add a few, more on a loaded host): {'sleeps':
+        voluntary (for a sleeper, its sleeps),
         'switched': voluntary + involuntary}. A task's cgroup gets a wakeup only when the
         task is switched in, so a cgroup of one task has at most switched + 1
         (its first run): a bound the module did not compute."""

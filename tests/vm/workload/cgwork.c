@@ -12,7 +12,8 @@
  * -c moves the process into the cgroup first. -C runs the work in a child
  * created in the cgroup (clone3 with CLONE_INTO_CGROUP, as systemd starts
  * services): it never runs anywhere else, so no move is accounted; the
- * process waits for it and exits with its status. -p pins to one CPU.
+ * process waits for it and exits with its status, and the child dies with
+ * it. -p pins to one CPU (before -C: the child inherits it at its birth).
  * busy spins for SECONDS of wall time, cpu until the process has used
  * CPU_SECONDS of CPU time, however long the CPU is shared.
  * hop creates BASE_DIR/hN, runs BUSY_US in it, moves back and removes it, N
@@ -27,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -111,11 +113,22 @@ static int spawn_into(const char *dir)
 		return -1;
 	}
 	close(fd);
-	if (pid == 0)
+	if (pid == 0) {
+		/*
+		 * One thread, nothing buffered: the raw clone3 skipping
+		 * glibc's fork handlers is harmless. Die with the waiter, so
+		 * a killed test leaves no worker in the cgroup.
+		 */
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() == 1)
+			exit(1);
 		return 0;
-	if (waitpid(pid, &status, 0) < 0) {
-		perror("waitpid");
-		exit(1);
+	}
+	while (waitpid(pid, &status, 0) < 0) {
+		if (errno != EINTR) {
+			perror("waitpid");
+			kill(pid, SIGKILL);
+			exit(1);
+		}
 	}
 	exit(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
 }
