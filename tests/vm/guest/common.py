@@ -185,10 +185,9 @@ class Work:
         self.bin = binary
 
     def start(self, cg, *args, cpu=None):
-        cmd = [self.bin]
+        cmd = [self.bin, '-C', str(CG / cg)]
         if cpu is not None:
-            cmd += ['-p', str(cpu)]        # first: the child is born pinned
-        cmd += ['-C', str(CG / cg)]
+            cmd += ['-p', str(cpu)]
         return subprocess.Popen(cmd + [str(a) for a in args])
 
     def run(self, cg, *args, cpu=None):

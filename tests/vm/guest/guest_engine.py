@@ -114,6 +114,8 @@ def s_twice(ctx):
             if time.monotonic() > deadline:
                 raise RuntimeError('the loops did not start in tw_x and tw_y')
             time.sleep(0.01)
+        for cg in ('tw_x', 'tw_y'):
+            freeze(cg)          # and are frozen (cgroup.events says so)
     finally:
         for cg in ('tw_x', 'tw_y'):
             (CG / cg / 'cgroup.freeze').write_text('0\n')

@@ -13,7 +13,7 @@
  * created in the cgroup (clone3 with CLONE_INTO_CGROUP, as systemd starts
  * services): it never runs anywhere else, so no move is accounted; the
  * process waits for it and exits with its status, and the child dies with
- * it. -p pins to one CPU (before -C: the child inherits it at its birth).
+ * it. -p pins to one CPU.
  * busy spins for SECONDS of wall time, cpu until the process has used
  * CPU_SECONDS of CPU time, however long the CPU is shared.
  * hop creates BASE_DIR/hN, runs BUSY_US in it, moves back and removes it, N
