@@ -54,15 +54,15 @@ TARGET_CGROUP_BYTES = 256
 TARGET_CPU_BYTES = 4096
 TARGET_NS_BARE_METAL = 50
 # make check (tests/test_bench.py): only a gross regression fails.  The
-# median of SHORT's 12 pairwise B/A ratios is noisy.  Resampled from the 40
-# of the committed make bench run (gross_ratio_quantile()) it falls below
-# 0.795 once in 1,000 short runs and below 0.85, the limit before, once in
-# 20; a make check with no regression measured 0.790
-# (tests/results/bench-guard.jsonl: make check's shorter loops are noisier
-# than the full run's).  Below 0.70: 0 in 20,000 resampled from either.  A
-# probe that cost 40 % of the throughput more than today's (ratios x 0.6)
-# falls below it in over 99.9 % (30 % more: 89 %).
-GROSS_RATIO = 0.70
+# median of SHORT's 12 pairwise B/A ratios is noisy.  On the machine of the
+# committed make bench run (33 pairs, 0.47-1.53; the one before it, 0.70-1.12)
+# it falls below 0.62 once in 1,000 resampled short runs
+# (gross_ratio_quantile()); the make check ratios in
+# tests/results/bench-guard.jsonl, below 0.70 once in 1,000.  So 0.60.  At
+# that noise only a module that cuts throughput to 45 % (ratios x 0.45)
+# falls below it in over 99.9 % of short runs: the ratio catches what is
+# gross, and the self-timed probe (GROSS_NS_FACTOR) what costs the probe.
+GROSS_RATIO = 0.60
 GROSS_NS_FACTOR = 3.0
 
 # The short version for make check: pipe only, B only, 12 pairs.

@@ -8,7 +8,8 @@ boot, and scores what the module reported against references:
 
   usage_usec    per cgroup, against the kernel's cpu.stat usage_usec
                 (modes busy, wakeup-heavy, short-lived)
-  conservation  root total_uj against energy_uj + idle_uj, every read
+  conservation  root total_uj against energy_uj + idle_uj + irq_uj +
+                softirq_uj + steal_uj, every read
   energy_split  the model source: each sample's energy per cgroup (dynamic),
                 idle share (idle) and total (absolute) against what the
                 policy (DESIGN.md section 3) and the model parameters give
@@ -129,8 +130,7 @@ def score_usage(raw):
     return out
 
 
-def conserved(s):
-    return (s['energy_uj'] + s['idle_uj'], s['total_uj'])
+conserved = vr.conserved
 
 
 def score_conservation(raw):
@@ -138,8 +138,9 @@ def score_conservation(raw):
     loaded = [conserved(s) for b in raw['bursts'] for s in b['loaded']]
     quiet = [conserved(s) for b in raw['bursts'] for s in b['quiet']]
     return [vr.result('conservation', mode, pairs, 'uJ', mse_limit=0,
-                      reference='energy_uj + idle_uj of the same read of '
-                                'the root energy.stat')
+                      reference='energy_uj + idle_uj + irq_uj + softirq_uj + '
+                                'steal_uj of the same read of the root '
+                                'energy.stat')
             for mode, pairs in (('per-sample', per_sample),
                                 ('loaded', loaded), ('quiet', quiet))]
 
@@ -148,10 +149,13 @@ def split_intervals(raw):
     """Each pair of consecutive records in a split phase, with what the
     module reported and what the policy gives for the CPU time it measured.
 
-    Model: E = idle_mw * capacity + (busy_mw - idle_mw) * busy, capacity =
-    idle + busy CPU time; idle gets E * idle / capacity; split=time gives a
-    cgroup E * t / capacity. So with f = busy / capacity and k = idle_mw +
-    (busy_mw - idle_mw) * f: cgroup k * t, idle k * idle_time. mW * us = nJ.
+    Model: E = idle_mw * capacity + (busy_mw - idle_mw) * active, capacity
+    = idle + irq + softirq + steal + busy CPU time, active = busy + irq +
+    softirq (steal is the CPU running someone else: idle power); idle gets
+    E * idle / capacity; split=time gives a cgroup E * t / capacity. So with
+    f = active / capacity and k = idle_mw + (busy_mw - idle_mw) * f:
+    cgroup k * t, idle k * idle_time. mW * us = nJ. Records of builds
+    without the irq, softirq and steal keys count them as 0.
     """
     info = raw['info_start']
     i_mw, b_mw = info['model_idle_mw'], info['model_busy_mw']
@@ -166,17 +170,20 @@ def split_intervals(raw):
             ra, rb = a['root'], b['root']
             busy = rb['usage_usec'] - ra['usage_usec']
             idle = rb['idle_usec'] - ra['idle_usec']
-            cap = busy + idle
+            sys = {kd: rb.get(f'{kd}_usec', 0) - ra.get(f'{kd}_usec', 0)
+                   for kd in ('irq', 'softirq', 'steal')}
+            active = busy + sys['irq'] + sys['softirq']
+            cap = active + sys['steal'] + idle
             if cap <= 0:
                 continue
-            k = i_mw + (b_mw - i_mw) * busy / cap
+            k = i_mw + (b_mw - i_mw) * active / cap
             # The sample's length as the module counted it (CPU time over
             # the CPUs): last_sample_ns jitters with the work queue.
             iv = {'phase': ph['name'], 't0': a['t'], 't1': b['t'],
                   'dt': cap / ncpu / 1e6, 'exact': b['n'] - a['n'] == 1,
                   'busy_usec': busy, 'idle_usec': idle,
                   'total': (rb['total_uj'] - ra['total_uj'],
-                            (i_mw * cap + (b_mw - i_mw) * busy) / 1000),
+                            (i_mw * cap + (b_mw - i_mw) * active) / 1000),
                   'idle': (rb['idle_uj'] - ra['idle_uj'], k * idle / 1000),
                   'cg': {}}
             for cg in b['cg']:

@@ -20,7 +20,8 @@ and scores:
   model  idle      the model's power for the measured CPU time against RAPL,
                    at rest
   model  dynamic   the same above the idle baseline, under load
-  conservation     total_uj == energy_uj + idle_uj in every read
+  conservation     total_uj == energy_uj + idle_uj + irq_uj + softirq_uj +
+                   steal_uj in every read
 
 The root energy.stat shows total_uj (package + DRAM) but per domain only the
 part attributed to cgroups (package_uj, dram_uj). Each domain is split with
@@ -340,10 +341,11 @@ def score(info, windows, recs, events, ncpu):
              for r in load_rows], 'W',
             reference='RAPL (perf) package + DRAM above its idle baseline',
             what='the model above its idle baseline'))
-    cons = [(r['root']['energy_uj'] + r['root']['idle_uj'],
-             r['root']['total_uj']) for r in recs]
+    cons = [vr.conserved(r['root']) for r in recs]
     results.append(vr.result('conservation', 'host', cons, 'uJ', mse_limit=0,
-                             reference='energy_uj + idle_uj of the same read'))
+                             reference='energy_uj + idle_uj + irq_uj + '
+                                       'softirq_uj + steal_uj of the same '
+                                       'read'))
     return results, rows, calibrate(rows, ncpu)
 
 

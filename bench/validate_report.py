@@ -25,6 +25,18 @@ def errors(pairs):
         len(pairs) - len(apes)
 
 
+# Where the root's energy goes besides tasks (the irq, softirq and steal keys
+# are absent from records of builds before them: 0).
+NOT_TASKS = ('idle_uj', 'irq_uj', 'softirq_uj', 'steal_uj')
+
+
+def conserved(s):
+    """(the parts of one root energy.stat read, its total_uj): equal if
+    every µJ is somewhere."""
+    return (s['energy_uj'] + sum(s.get(k, 0) for k in NOT_TASKS),
+            s['total_uj'])
+
+
 def rnd(x, digits=6):
     """Round for the report, keeping small errors visible."""
     if x is None or x == 0 or not math.isfinite(x):

@@ -118,6 +118,18 @@ def test_conservation_mse():
     assert res['quiet']['mse'] == 0.5 and not res['quiet']['pass']
 
 
+def test_conservation_counts_irq_softirq_steal():
+    # every µJ somewhere: a root whose interrupt, softirq and steal energy
+    # were left out would fail; a record without those keys (older build)
+    # counts them as 0
+    full = {'energy_uj': 5, 'idle_uj': 7, 'irq_uj': 1, 'softirq_uj': 2,
+            'steal_uj': 3, 'total_uj': 18}
+    old = {'energy_uj': 5, 'idle_uj': 7, 'total_uj': 12}
+    assert vr.conserved(full) == (18, 18)
+    assert vr.conserved(old) == (12, 12)
+    assert vr.conserved(dict(full, steal_uj=0)) == (15, 18)
+
+
 def test_errors_and_spread():
     mse, mape, max_ape, n, zeros = vr.errors([(100, 101), (200, 198), (0, 1)])
     assert n == 3 and zeros == 1

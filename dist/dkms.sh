@@ -41,8 +41,11 @@ say() { echo "cgroup-energy: $*"; }
 die() { echo "cgroup-energy: $*" >&2; exit 1; }
 
 # The module's sources, exactly what DKMS needs to build it: Kbuild at the
-# top (no Makefile: kbuild reads Kbuild), kmod/ and include/, dkms.conf.
-FILES="Kbuild dkms.conf include/*.h kmod/*.c kmod/*.h"
+# top (no Makefile: kbuild reads Kbuild), kmod/ (with the feature probes,
+# probes.mk) and include/, dkms.conf. Not the test build's emulated hardware
+# (kmod/emu.c).
+FILES="Kbuild dkms.conf include/*.h kmod/*.c kmod/*.h kmod/*.mk"
+TEST_ONLY="kmod/emu.c"
 
 version() {
 	sed -n 's/^PACKAGE_VERSION="\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' "$REPO/dkms.conf"
@@ -95,6 +98,7 @@ do_install() {
 	rm -rf "$dst"
 	mkdir -p "$dst"
 	(cd "$REPO" && for f in $FILES; do
+		case " $TEST_ONLY " in *" $f "*) continue ;; esac
 		[ -e "$f" ] || die "missing source file $f"
 		mkdir -p "$dst/$(dirname "$f")"
 		cp -p "$f" "$dst/$f"

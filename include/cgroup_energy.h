@@ -34,5 +34,17 @@
 #define CGE_KEY_TOTAL_UJ	"total_uj"
 #define CGE_KEY_IDLE_UJ		"idle_uj"
 #define CGE_KEY_IDLE_USEC	"idle_usec"
+/*
+ * Root only: CPU time no task was charged for that the kernel books as
+ * interrupts, softirqs or stolen by a hypervisor (/proc/stat's irq, softirq
+ * and steal), and the energy of that time.
+ * total_uj == energy_uj + irq_uj + softirq_uj + steal_uj + idle_uj.
+ */
+#define CGE_KEY_IRQ_UJ		"irq_uj"
+#define CGE_KEY_IRQ_USEC	"irq_usec"
+#define CGE_KEY_SOFTIRQ_UJ	"softirq_uj"
+#define CGE_KEY_SOFTIRQ_USEC	"softirq_usec"
+#define CGE_KEY_STEAL_UJ	"steal_uj"
+#define CGE_KEY_STEAL_USEC	"steal_usec"
 
 #endif /* CGROUP_ENERGY_H */

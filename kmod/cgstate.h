@@ -18,6 +18,7 @@
 
 #include "rapl_decode.h"
 #include "total.h"
+#include "systime.h"
 
 /* One interval's charge to a cgroup: the sampler's delta. */
 struct cge_delta {
@@ -45,6 +46,8 @@ struct cge_root_stat {
 	u64 total_uj;
 	u64 idle_uj;
 	struct cge_time_total idle;
+	u64 sys_uj[CGE_SYS_NR];		/* interrupts, softirqs, steal */
+	struct cge_time_total sys[CGE_SYS_NR];
 };
 
 #include <linux/cgroup.h>

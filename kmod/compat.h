@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * compat.h - every kernel-version difference the module depends on.
+ * compat.h - every kernel difference the module depends on.
  *
- * No other file tests LINUX_VERSION_CODE. Each helper names the kernel
- * release that changed the interface.
+ * Decided by the feature probes of kmod/probes.mk (CGE_HAVE_*: what the
+ * kernel's headers provide, so backports are followed), and by
+ * LINUX_VERSION_CODE only where no probe can tell. No other file tests
+ * either. Each helper names the kernel release that changed the interface.
  */
 #ifndef CGE_COMPAT_H
 #define CGE_COMPAT_H
@@ -18,6 +20,26 @@
 #include <linux/rcupdate.h>
 #include <linux/workqueue.h>
 #include <asm/msr.h>
+
+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 1, 0)
+#error "cgroup-energy needs Linux 6.1 or later (kernfs, cgroup and sched_switch interfaces it uses)"
+#endif
+
+#ifndef CGE_HAVE_SIMPLE_INODE_INIT_TS
+#error "CGE_HAVE_* undefined: build through the top-level Kbuild (kmod/probes.mk)"
+#endif
+
+/*
+ * Backports only make a probe true earlier. Two misses would still build,
+ * and wrongly (rcu_dereference() dropped; a workqueue that 7.2 warns about):
+ * past the release that made them certain, a miss is the probe's fault.
+ */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 15, 0) && !CGE_HAVE_KN_NAME_RCU
+#error "kmod/probes.mk: KN_NAME_RCU missed on a kernel that has it"
+#endif
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 17, 0) && !CGE_HAVE_SYSTEM_DFL_WQ
+#error "kmod/probes.mk: SYSTEM_DFL_WQ missed on a kernel that has it"
+#endif
 
 /* sched_switch gained prev_state in 5.18. */
 #define CGE_SCHED_SWITCH_ARGS \
@@ -40,18 +62,28 @@ static inline struct cgroup *cge_cgroup_get_from_id(u64 id)
  */
 static inline const char *cge_kn_name(struct kernfs_node *kn)
 {
-#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 15, 0)
+#if CGE_HAVE_KN_NAME_RCU
 	return rcu_dereference(kn->name);
 #else
 	return kn->name;
 #endif
 }
 
-/* Inode timestamps: direct fields before 6.6, accessors since 6.7. */
+/*
+ * Inode timestamps: simple_inode_init_ts() since 6.7; before, i_atime and
+ * i_mtime are fields, and ctime is set with inode_set_ctime_current() where
+ * it exists (6.6 made i_ctime private; Debian's 6.1 has the helper too), or
+ * is a field.
+ */
 static inline void cge_inode_touch(struct inode *inode)
 {
-#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 7, 0)
+#if CGE_HAVE_SIMPLE_INODE_INIT_TS
 	simple_inode_init_ts(inode);
+#elif CGE_HAVE_INODE_SET_CTIME_CURRENT
+	struct timespec64 now = inode_set_ctime_current(inode);
+
+	inode->i_atime = now;
+	inode->i_mtime = now;
 #else
 	struct timespec64 now = current_time(inode);
 
@@ -62,7 +94,7 @@ static inline void cge_inode_touch(struct inode *inode)
 }
 
 /* dentry_operations.d_revalidate gained the parent inode and name in 6.14. */
-#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 14, 0)
+#if CGE_HAVE_D_REVALIDATE_DIR
 #define CGE_D_REVALIDATE_ARGS \
 	struct inode *cge_dir, const struct qstr *cge_name, \
 	struct dentry *dentry, unsigned int flags
@@ -74,7 +106,7 @@ static inline void cge_inode_touch(struct inode *inode)
 static inline void cge_set_default_d_op(struct super_block *sb,
 					const struct dentry_operations *ops)
 {
-#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 17, 0)
+#if CGE_HAVE_SET_DEFAULT_D_OP
 	set_default_d_op(sb, ops);
 #else
 	sb->s_d_op = ops;
@@ -82,7 +114,7 @@ static inline void cge_set_default_d_op(struct super_block *sb,
 }
 
 /* generic_delete_inode() was renamed inode_just_drop() in 6.18. */
-#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 18, 0)
+#if CGE_HAVE_INODE_JUST_DROP
 #define cge_drop_inode inode_just_drop
 #else
 #define cge_drop_inode generic_delete_inode
@@ -91,7 +123,7 @@ static inline void cge_set_default_d_op(struct super_block *sb,
 /* rdmsrl_safe_on_cpu() was renamed rdmsrq_safe_on_cpu() in 6.16. Sleeps. */
 static inline int cge_rdmsr_on_cpu(unsigned int cpu, u32 msr, u64 *val)
 {
-#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 16, 0)
+#if CGE_HAVE_RDMSRQ
 	return rdmsrq_safe_on_cpu(cpu, msr, val);
 #else
 	return rdmsrl_safe_on_cpu(cpu, msr, val);
@@ -103,7 +135,7 @@ static inline int cge_rdmsr_on_cpu(unsigned int cpu, u32 msr, u64 *val)
  * 6.17 (128ea9f6ccfb; some stable kernels, as Debian's 6.12, have both);
  * 7.2 warns once when system_unbound_wq is used.
  */
-#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 17, 0)
+#if CGE_HAVE_SYSTEM_DFL_WQ
 #define cge_unbound_wq system_dfl_wq
 #else
 #define cge_unbound_wq system_unbound_wq

@@ -17,6 +17,7 @@
 #include "fs.h"
 #include "gone.h"
 #include "params.h"
+#include "emu.h"
 
 static int __init cge_init(void)
 {
@@ -25,9 +26,12 @@ static int __init cge_init(void)
 	ret = cge_params_load();
 	if (ret)
 		return ret;
-	ret = cge_probe_alloc();
+	ret = cge_emu_init();
 	if (ret)
 		return ret;
+	ret = cge_probe_alloc();
+	if (ret)
+		goto err_emu;
 	cge_gone_init();
 	ret = cge_cgstate_init();
 	if (ret)
@@ -53,6 +57,8 @@ err_cgstate:
 err_gone:
 	cge_gone_exit();
 	cge_probe_free();
+err_emu:
+	cge_emu_exit();
 	return ret;
 }
 
@@ -64,6 +70,7 @@ static void __exit cge_exit(void)
 	cge_cgstate_exit();
 	cge_gone_exit();
 	cge_probe_free();
+	cge_emu_exit();
 	pr_info("unloaded\n");
 }
 

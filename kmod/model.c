@@ -4,7 +4,8 @@
  *
  * Per CPU, P = idle_mw + (busy_mw - idle_mw) * busy_fraction. Over an
  * interval of a group of CPUs, with capacity_ns the CPU-ns available
- * (ncpus * interval_ns) and busy_ns the CPU-ns spent running tasks:
+ * (ncpus * interval_ns) and busy_ns the CPU-ns spent busy (running tasks,
+ * interrupts and softirqs):
  *
  *   E = idle_mw * capacity_ns + (busy_mw - idle_mw) * busy_ns  [mW * ns]
  *
@@ -48,7 +49,7 @@ int cge_model_validate(u32 idle_mw, u32 busy_mw)
  *	     @busy_mw >= @idle_mw (cge_model_validate()); if not, the busy
  *	     increment is taken as 0
  * @capacity_ns: CPU-ns available in the interval, ncpus * interval_ns
- * @busy_ns: CPU-ns spent running tasks; clamped to @capacity_ns
+ * @busy_ns: CPU-ns spent busy; clamped to @capacity_ns
  *
  * No overflow for @capacity_ns up to 2^48 and powers up to 10^7 mW: each
  * product is split at 10^6 ns so that no intermediate exceeds 2^62.

@@ -38,6 +38,7 @@ struct cge_cpu {
 	u64 drain_ns;		/* local_clock() at the last drain */
 	u64 overflows;		/* charges that took the overflow path */
 	u64 quiet_drains;	/* drains without an IPI (sampler-owned) */
+	struct task_struct *idle; /* this CPU's idle task (pid 0), once it ran */
 	unsigned int hint;	/* slot of the last charge */
 	struct cge_cpu_sample s;
 };
@@ -254,6 +255,12 @@ static __always_inline void cge_probe_body(struct cge_cpu *c,
 	if (!is_idle_task(prev))
 		cge_charge_task(c, prev);
 	if (is_idle_task(next)) {
+		/*
+		 * The CPU's own idle task has pid 0; play_idle_precise() also
+		 * marks kthreads PF_IDLE (powerclamp), and those are freed.
+		 */
+		if (!next->pid)
+			WRITE_ONCE(c->idle, next);
 		/* A kernel thread woke the CPU for its own work. */
 		if (c->wake_pending) {
 			c->wake_pending = false;
@@ -365,25 +372,28 @@ static bool cge_drain_quiet(unsigned int cpu, struct cge_cpu *c,
  * its task is in now), so a long-running task is counted at every sample;
  * one that stayed idle is not woken (cge_drain_quiet()).
  * Caller holds cpus_read_lock(). Process context.
+ *
+ * Return: @cpu's idle task (pid 0, never freed) once the probe has seen it
+ * run, else NULL.
  */
-void cge_cpu_drain(unsigned int cpu, struct cge_cpu_sample *out)
+struct task_struct *cge_cpu_drain(unsigned int cpu,
+				  struct cge_cpu_sample *out)
 {
 	struct cge_cpu *c = per_cpu_ptr(cge_cpus, cpu);
 
 	if (!cpu_online(cpu)) {
 		/* Hotplug is held off: nothing runs the probe there. */
 		cge_take(c, out);
-		return;
+	} else if (!cge_drain_quiet(cpu, c, out)) {
+		/* @cpu is online and hotplug is held off: the IPI cannot fail. */
+		if (WARN_ON_ONCE(smp_call_function_single(cpu, cge_drain_local,
+							  out, 1))) {
+			out->nr = 0;
+			out->nr_want = 0;
+			out->idle_ns = 0;
+		}
 	}
-	if (cge_drain_quiet(cpu, c, out))
-		return;
-	/* @cpu is online and hotplug is held off: the IPI cannot fail. */
-	if (WARN_ON_ONCE(smp_call_function_single(cpu, cge_drain_local, out,
-						  1))) {
-		out->nr = 0;
-		out->nr_want = 0;
-		out->idle_ns = 0;
-	}
+	return READ_ONCE(c->idle);
 }
 
 /* The probe's health counters, summed over the CPUs (energy.info). */

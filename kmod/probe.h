@@ -31,6 +31,8 @@ struct cge_want {
 	u64 parent_cgid;
 };
 
+struct task_struct;
+
 /* What one CPU ran since the previous drain. */
 struct cge_cpu_sample {
 	u64 idle_ns;
@@ -44,7 +46,8 @@ int cge_probe_alloc(void);
 void cge_probe_free(void);
 int cge_probe_init(void);
 void cge_probe_exit(void);
-void cge_cpu_drain(unsigned int cpu, struct cge_cpu_sample *out);
+struct task_struct *cge_cpu_drain(unsigned int cpu,
+				  struct cge_cpu_sample *out);
 void cge_probe_counters(u64 *overflows, u64 *quiet_drains);
 void cge_probe_selftime(u64 *timed, u64 *ns);
 

@@ -20,6 +20,7 @@
 
 #include "compat.h"
 #include "source.h"
+#include "emu.h"
 
 static bool cge_is_amd;
 static struct cge_rapl_counter *cge_core_ctr;	/* AMD, per CPU */
@@ -37,9 +38,10 @@ u32 cge_rapl_unit_esu(void)
 	return cge_unit_esu;
 }
 
+/* The MSR read; the test build's emulated hardware answers it (emu.c). */
 static int cge_rdmsr(unsigned int cpu, u32 msr, u64 *val)
 {
-	return cge_rdmsr_on_cpu(cpu, msr, val);
+	return cge_emu_rdmsr(cpu, msr, val);
 }
 
 /* A domain is present if its counter reads and is not stuck at zero. */
@@ -116,10 +118,26 @@ static int cge_rapl_read_core(unsigned int cpu, u64 *uj)
 	return 0;
 }
 
-struct cge_source cge_rapl_source = {
+static unsigned long cge_rapl_get_domains(void)
+{
+	return cge_rapl_domains;
+}
+
+/* Package counters only. */
+static const struct cge_source cge_rapl_source = {
 	.name = "rapl",
+	.domains = cge_rapl_get_domains,
 	.read = cge_rapl_read,
 	.resync = cge_rapl_resync,
+};
+
+/* With per-core counters (AMD). */
+static const struct cge_source cge_rapl_core_source = {
+	.name = "rapl",
+	.domains = cge_rapl_get_domains,
+	.read = cge_rapl_read,
+	.resync = cge_rapl_resync,
+	.read_core = cge_rapl_read_core,
 };
 
 void cge_rapl_exit(void)
@@ -152,9 +170,11 @@ static bool cge_intel_has_rapl(u32 model)
  * @pkgs: the packages, read_cpu set
  * @npkg: how many
  *
- * Return: 0 if RAPL counters are present and advance, -ENODEV otherwise.
+ * Return: the RAPL source if RAPL counters are present and advance, NULL
+ * otherwise.
  */
-int cge_rapl_detect(struct cge_pkg *pkgs, unsigned int npkg)
+const struct cge_source *cge_rapl_detect(struct cge_pkg *pkgs,
+					 unsigned int npkg)
 {
 	struct cpuinfo_x86 *c = &boot_cpu_data;
 	unsigned int cpu = pkgs[0].read_cpu;
@@ -181,24 +201,24 @@ int cge_rapl_detect(struct cge_pkg *pkgs, unsigned int npkg)
 		unit_msr = CGE_MSR_AMD_RAPL_POWER_UNIT;
 		cge_msr[CGE_DOM_PKG] = CGE_MSR_AMD_PKG_ENERGY_STATUS;
 	} else {
-		return -ENODEV;
+		return NULL;
 	}
 
 	if (cge_rdmsr(cpu, unit_msr, &unit))
-		return -ENODEV;
+		return NULL;
 	cge_unit_esu = cge_rapl_esu(unit);
 	if (!cge_rapl_unit_sane(cge_unit_esu)) {
 		pr_info("RAPL unit register 0x%llx is not sane\n", unit);
-		return -ENODEV;
+		return NULL;
 	}
 	/* A package counter that does not move is no counter. */
 	if (cge_rdmsr(cpu, cge_msr[CGE_DOM_PKG], &a))
-		return -ENODEV;
+		return NULL;
 	msleep(20);
 	if (cge_rdmsr(cpu, cge_msr[CGE_DOM_PKG], &b) ||
 	    !((a ^ b) & CGE_RAPL_COUNTER_MASK)) {
 		pr_info("RAPL package counter does not advance\n");
-		return -ENODEV;
+		return NULL;
 	}
 
 	cge_rapl_domains = BIT(CGE_DOM_PKG);
@@ -214,7 +234,6 @@ int cge_rapl_detect(struct cge_pkg *pkgs, unsigned int npkg)
 				cge_rapl_counter_init(&cge_core_ctr[p],
 						      cge_unit_esu);
 			cge_rapl_domains |= BIT(CGE_DOM_CORE);
-			cge_rapl_source.read_core = cge_rapl_read_core;
 		}
 	}
 
@@ -228,6 +247,5 @@ int cge_rapl_detect(struct cge_pkg *pkgs, unsigned int npkg)
 								  cge_unit_esu));
 		cge_rapl_resync(&pkgs[p]);
 	}
-	cge_rapl_source.domains = cge_rapl_domains;
-	return 0;
+	return cge_core_ctr ? &cge_rapl_core_source : &cge_rapl_source;
 }

@@ -24,6 +24,7 @@
 #include "split.h"
 #include "params.h"
 #include "impact.h"
+#include "systime.h"
 
 /* Reap removed cgroups' records about once a second. */
 #define CGE_REAP_MS		1000
@@ -125,10 +126,12 @@ static u64 cge_slot_weight(const struct cge_slot *sl, int split)
 /*
  * Fold @nr CPU samples (one CPU, or the SMT siblings of one core) into the
  * records' accumulators. With per-core energy (AMD), the core's energy is
- * split here, with the same rule, between the cgroups that ran on it.
+ * split here, with the same rule, between the cgroups that ran on it;
+ * @sys_ns, the core's interrupt, softirq and steal time, goes with its idle
+ * time there.
  */
 static void cge_fold(struct cge_cpu_sample *cs, unsigned int nr,
-		     unsigned int core_cpu, struct list_head *act,
+		     unsigned int core_cpu, u64 sys_ns, struct list_head *act,
 		     unsigned int *n, u64 *idle_ns)
 {
 	int split = READ_ONCE(cge_split_param);
@@ -159,23 +162,43 @@ static void cge_fold(struct cge_cpu_sample *cs, unsigned int nr,
 	*idle_ns += idle;
 	if (!per_core)
 		return;
-	cge_split(core_uj, idle, busy, cge_core_w, cge_core_share, k);
+	cge_split(core_uj, idle + sys_ns, busy, cge_core_w, cge_core_share, k);
 	for (i = 0; i < k; i++)
 		cge_core_rec[i]->acc_core_uj += cge_core_share[i];
 }
 
-/* Drain @pkg's CPUs, a core's SMT siblings together, into the records. */
+/*
+ * Drain one CPU into @cs, and take its interrupt, softirq and steal time out
+ * of its idle time into @sys. Return: the time taken.
+ */
+static u64 cge_drain_cpu(unsigned int cpu, struct cge_cpu_sample *cs,
+			 struct cge_systime *sys)
+{
+	struct task_struct *idle_task = cge_cpu_drain(cpu, cs);
+	u64 idle = cs->idle_ns;
+
+	cge_systime_take(cpu, idle_task, &cs->idle_ns, sys);
+	return idle - cs->idle_ns;
+}
+
+/*
+ * Drain @pkg's CPUs, a core's SMT siblings together, into the records;
+ * their idle time into @idle_ns, their interrupt, softirq and steal time
+ * into @sys.
+ */
 static void cge_drain_pkg(struct cge_pkg *pkg, struct list_head *act,
-			  unsigned int *n, u64 *idle_ns)
+			  unsigned int *n, u64 *idle_ns,
+			  struct cge_systime *sys)
 {
 	struct cpumask *done = &cge_done;
 	unsigned int cpu, sib, nr;
+	u64 sys_ns;
 
 	cpumask_clear(done);
 	for_each_cpu(cpu, &pkg->cpus) {
 		if (cpumask_test_cpu(cpu, done))
 			continue;
-		cge_cpu_drain(cpu, &cge_cs[0]);
+		sys_ns = cge_drain_cpu(cpu, &cge_cs[0], sys);
 		cpumask_set_cpu(cpu, done);
 		nr = 1;
 		for_each_cpu_and(sib, topology_sibling_cpumask(cpu), &pkg->cpus) {
@@ -183,10 +206,10 @@ static void cge_drain_pkg(struct cge_pkg *pkg, struct list_head *act,
 				break;
 			if (cpumask_test_cpu(sib, done))
 				continue;
-			cge_cpu_drain(sib, &cge_cs[nr++]);
+			sys_ns += cge_drain_cpu(sib, &cge_cs[nr++], sys);
 			cpumask_set_cpu(sib, done);
 		}
-		cge_fold(cge_cs, nr, cpu, act, n, idle_ns);
+		cge_fold(cge_cs, nr, cpu, sys_ns, act, n, idle_ns);
 	}
 }
 
@@ -229,26 +252,31 @@ static u64 cge_collect(struct list_head *act, int split)
 }
 
 /*
- * Split @e between the @n collected records by their weights, into their
- * deltas. Return: the headline energy no record got (idle).
+ * Split @e by time between idle, @sys's kinds and the tasks, and the tasks'
+ * part between the @n collected records by their weights, into their
+ * deltas; the kinds' headline energy into @sys_uj. Return: the headline
+ * energy of idle.
  */
 static u64 cge_share_energy(const struct cge_energy *e, u64 idle_ns,
-			    u64 busy_ns, unsigned int n)
+			    u64 busy_ns, const struct cge_systime *sys,
+			    unsigned int n, u64 *sys_uj)
 {
+	unsigned long domains = cge_source->domains();
+	u64 idle_uj, unused[CGE_SYS_NR];
 	unsigned int i;
-	u64 idle_uj;
 	int d;
 
-	idle_uj = cge_split(e->headline_uj, idle_ns, busy_ns, cge_weight,
-			    cge_share, n);
+	idle_uj = cge_split_kinds(e->headline_uj, idle_ns, sys->ns, sys_uj,
+				  CGE_SYS_NR, busy_ns, cge_weight, cge_share,
+				  n);
 	for (i = 0; i < n; i++)
 		cge_delta[i].energy_uj = cge_share[i];
-	for_each_set_bit(d, &cge_source->domains, CGE_DOM_NR) {
+	for_each_set_bit(d, &domains, CGE_DOM_NR) {
 		/* Per-core energy was split core by core in cge_fold(). */
 		if (d == CGE_DOM_CORE && cge_source->read_core)
 			continue;
-		cge_split(e->dom_uj[d], idle_ns, busy_ns, cge_weight, cge_share,
-			  n);
+		cge_split_kinds(e->dom_uj[d], idle_ns, sys->ns, unused,
+				CGE_SYS_NR, busy_ns, cge_weight, cge_share, n);
 		for (i = 0; i < n; i++)
 			cge_delta[i].dom_uj[d] = cge_share[i];
 	}
@@ -284,20 +312,24 @@ static void cge_retire(struct list_head *act, bool added)
 
 /*
  * Read @pkg's energy for this interval and split it between the @n active
- * records; @idle_ns is its CPUs' idle time. Without scratch room for @n
- * records, the energy goes to idle and the time is kept. Not inlined:
- * make bench times it with ftrace.
+ * records, @sys's kinds and idle; @idle_ns is its CPUs' idle time. Without
+ * scratch room for @n records, the records' time is kept and their share
+ * of the energy goes to idle and @sys's kinds. Interrupts and softirqs
+ * count as busy for the power model, steal as idle: the CPU ran someone
+ * else. Not inlined: make bench times it with ftrace.
  */
 static noinline void cge_split_pkg(struct cge_pkg *pkg,
 				   struct list_head *act, unsigned int n,
-				   u64 idle_ns)
+				   u64 idle_ns, const struct cge_systime *sys)
 {
 	struct cge_root_stat *rs = &cge_root_stat;
+	u64 active_ns = sys->ns[CGE_SYS_IRQ] + sys->ns[CGE_SYS_SOFTIRQ];
 	bool room = !cge_grow(n);
+	u64 busy_ns = 0, idle_uj, sys_uj[CGE_SYS_NR];
 	struct cge_energy e;
-	u64 busy_ns = 0, idle_uj;
-	unsigned int i;
+	unsigned int i, k;
 
+	BUILD_BUG_ON(CGE_SYS_NR > CGE_SPLIT_MAX_KINDS);
 	if (room)
 		busy_ns = cge_collect(act, READ_ONCE(cge_split_param));
 	else
@@ -305,22 +337,29 @@ static noinline void cge_split_pkg(struct cge_pkg *pkg,
 
 	pkg->read_cpu = cpumask_first_and(&pkg->cpus, cpu_online_mask);
 	if (pkg->read_cpu < nr_cpu_ids)
-		cge_source->read(pkg, idle_ns + busy_ns, busy_ns, &e);
+		cge_source->read(pkg,
+				 idle_ns + sys->ns[CGE_SYS_STEAL] + active_ns +
+				 busy_ns, active_ns + busy_ns, &e);
 	else
 		memset(&e, 0, sizeof(e));
 
-	idle_uj = cge_share_energy(&e, idle_ns, busy_ns, n);
+	idle_uj = cge_share_energy(&e, idle_ns, busy_ns, sys, n, sys_uj);
 	for (i = 0; i < n; i++)
 		cge_rec_add(cge_recs[i], &cge_delta[i]);
 	cge_retire(act, room);
 	rs->total_uj = cge_sat_add(rs->total_uj, e.headline_uj);
 	rs->idle_uj = cge_sat_add(rs->idle_uj, idle_uj);
 	cge_time_add(&rs->idle, idle_ns);
+	for (k = 0; k < CGE_SYS_NR; k++) {
+		rs->sys_uj[k] = cge_sat_add(rs->sys_uj[k], sys_uj[k]);
+		cge_time_add(&rs->sys[k], sys->ns[k]);
+	}
 }
 
 static void cge_sample_locked(void)
 {
 	u64 now = ktime_get_ns();
+	struct cge_systime sys;
 	unsigned int p, n;
 	u64 idle_ns;
 	LIST_HEAD(act);
@@ -340,10 +379,11 @@ static void cge_sample_locked(void)
 	for (p = 0; p < cge_npkg; p++) {
 		n = 0;
 		idle_ns = 0;
+		memset(&sys, 0, sizeof(sys));
 		if (p == 0)
 			cge_drain_overflows(&act, &n);
-		cge_drain_pkg(&cge_pkgs[p], &act, &n, &idle_ns);
-		cge_split_pkg(&cge_pkgs[p], &act, n, idle_ns);
+		cge_drain_pkg(&cge_pkgs[p], &act, &n, &idle_ns, &sys);
+		cge_split_pkg(&cge_pkgs[p], &act, n, idle_ns, &sys);
 	}
 	cpus_read_unlock();
 	cge_sampler_health.samples++;
@@ -455,8 +495,8 @@ static int cge_choose_source(void)
 		cge_source = &cge_model_source;
 		return 0;
 	}
-	if (!cge_rapl_detect(cge_pkgs, cge_npkg)) {
-		cge_source = &cge_rapl_source;
+	cge_source = cge_rapl_detect(cge_pkgs, cge_npkg);
+	if (cge_source) {
 		pr_info("energy source: RAPL (%s), energy unit 2^-%u J\n",
 			cge_rapl_vendor(), cge_rapl_unit_esu());
 		return 0;
@@ -481,13 +521,18 @@ int cge_sampler_init(void)
 	ret = cge_choose_source();
 	if (ret)
 		goto err;
-	ret = register_pm_notifier(&cge_pm_nb);
+	ret = cge_systime_init();
 	if (ret)
 		goto err;
+	ret = register_pm_notifier(&cge_pm_nb);
+	if (ret)
+		goto err_sys;
 	INIT_DELAYED_WORK(&cge_work, cge_sample_fn);
 	queue_delayed_work(cge_unbound_wq, &cge_work,
 			   msecs_to_jiffies(READ_ONCE(cge_interval_ms)));
 	return 0;
+err_sys:
+	cge_systime_exit();
 err:
 	cge_rapl_exit();
 	kfree(cge_pkgs);
@@ -501,6 +546,7 @@ void cge_sampler_exit(void)
 	cancel_delayed_work_sync(&cge_work);
 	unregister_pm_notifier(&cge_pm_nb);
 	cge_sample_now();
+	cge_systime_exit();
 	cge_rapl_exit();
 	kvfree(cge_recs);
 	kvfree(cge_weight);

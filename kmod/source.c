@@ -31,9 +31,14 @@ static void cge_model_resync(struct cge_pkg *pkg)
 {
 }
 
+static unsigned long cge_model_domains(void)
+{
+	return 0;
+}
+
 const struct cge_source cge_model_source = {
 	.name = "model",
-	.domains = 0,
+	.domains = cge_model_domains,
 	.read = cge_model_read,
 	.resync = cge_model_resync,
 };

@@ -26,13 +26,16 @@ struct cge_energy {
 	u64 dom_uj[CGE_DOM_NR];
 };
 
+/* Read-only: what differs between machines is decided at detection. */
 struct cge_source {
 	const char *name;
-	unsigned long domains;		/* BIT(CGE_DOM_*) measured */
+	/* BIT(CGE_DOM_*) measured */
+	unsigned long (*domains)(void);
 	/*
 	 * Energy of @pkg since the previous call. @capacity_ns is the CPU
-	 * time the package's CPUs were tracked for, @busy_ns the part tasks
-	 * ran. Process context.
+	 * time the package's CPUs were tracked for, @busy_ns the part they
+	 * were busy (tasks, interrupts, softirqs; not steal). Process
+	 * context.
 	 */
 	void (*read)(struct cge_pkg *pkg, u64 capacity_ns, u64 busy_ns,
 		     struct cge_energy *out);
@@ -54,10 +57,10 @@ struct cge_source_health {
 };
 
 extern const struct cge_source cge_model_source;
-extern struct cge_source cge_rapl_source;
 extern struct cge_source_health cge_source_health;
 
-int cge_rapl_detect(struct cge_pkg *pkgs, unsigned int npkg);
+const struct cge_source *cge_rapl_detect(struct cge_pkg *pkgs,
+					 unsigned int npkg);
 void cge_rapl_exit(void);
 const char *cge_rapl_vendor(void);
 u32 cge_rapl_unit_esu(void);

@@ -175,3 +175,50 @@ u64 cge_split(u64 energy, u64 idle_ns, u64 busy_ns, const u64 *weight,
 	/* prefix == wsum now, so prev == busy: the shares sum exactly */
 	return energy - busy;
 }
+
+/**
+ * cge_split_kinds - split between idle, kinds of non-task time, and tasks
+ * @energy: energy of the interval of one package
+ * @idle_ns: CPU time spent idle
+ * @kind_ns: @nk times that were neither idle nor a task's (interrupts, ...)
+ * @kind_share: @nk outputs, the energy of each kind
+ * @nk: number of kinds, at most CGE_SPLIT_MAX_KINDS (more are ignored)
+ * @busy_ns: CPU time spent running tasks
+ * @weight: @n weights of the consumers, as for cge_split()
+ * @share: @n outputs, the energy of each consumer
+ * @n: number of consumers
+ *
+ * By time first: idle, each kind and the tasks together get their part of
+ * @energy as cge_split() gives it; the tasks' part is then split between
+ * the consumers by @weight. With no kinds, this is cge_split(). Every unit
+ * goes somewhere: idle + sum(kind_share) + sum(share) == @energy.
+ *
+ * Return: the idle share.
+ */
+u64 cge_split_kinds(u64 energy, u64 idle_ns, const u64 *kind_ns,
+		    u64 *kind_share, unsigned int nk, u64 busy_ns,
+		    const u64 *weight, u64 *share, unsigned int n)
+{
+	u64 t[CGE_SPLIT_MAX_KINDS + 1], s[CGE_SPLIT_MAX_KINDS + 1];
+	unsigned int k, shift = 0;
+	u64 active, idle;
+	bool carry;
+
+	if (nk > CGE_SPLIT_MAX_KINDS)	/* callers check at build time */
+		nk = CGE_SPLIT_MAX_KINDS;
+	/* all times shifted alike until their sum fits in 64 bits */
+	do {
+		carry = false;
+		t[0] = busy_ns >> shift;
+		active = t[0];
+		for (k = 0; k < nk; k++) {
+			t[k + 1] = kind_ns[k] >> shift;
+			active += t[k + 1];
+			carry |= active < t[k + 1];
+		}
+	} while (carry && ++shift);
+	idle = cge_split(energy, idle_ns >> shift, active, t, s, nk + 1);
+	for (k = 0; k < nk; k++)
+		kind_share[k] = s[k + 1];
+	return idle + cge_split(s[0], 0, busy_ns, weight, share, n);
+}

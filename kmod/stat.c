@@ -34,6 +34,12 @@ static const char * const cge_dom_names[CGE_DOM_NR] = {
 	[CGE_DOM_PSYS] = "psys",
 };
 
+static const char * const cge_sys_keys[CGE_SYS_NR][2] = {
+	[CGE_SYS_IRQ] = { CGE_KEY_IRQ_UJ, CGE_KEY_IRQ_USEC },
+	[CGE_SYS_SOFTIRQ] = { CGE_KEY_SOFTIRQ_UJ, CGE_KEY_SOFTIRQ_USEC },
+	[CGE_SYS_STEAL] = { CGE_KEY_STEAL_UJ, CGE_KEY_STEAL_USEC },
+};
+
 static void cge_kv(struct seq_file *m, const char *key, u64 val)
 {
 	seq_printf(m, "%s %llu\n", key, val);
@@ -48,10 +54,11 @@ static void cge_kv(struct seq_file *m, const char *key, u64 val)
  */
 int cge_stat_show(struct seq_file *m, u64 cgid)
 {
-	unsigned long domains = cge_sampler_source()->domains;
+	unsigned long domains = cge_sampler_source()->domains();
 	bool root = cgid == cge_root_cgid();
 	struct cge_root_stat rs;
 	struct cge_stat st;
+	unsigned int k;
 	int d;
 
 	/* One lock hold: the root's keys agree with each other exactly. */
@@ -71,6 +78,10 @@ int cge_stat_show(struct seq_file *m, u64 cgid)
 		cge_kv(m, CGE_KEY_TOTAL_UJ, rs.total_uj);
 		cge_kv(m, CGE_KEY_IDLE_UJ, rs.idle_uj);
 		cge_kv(m, CGE_KEY_IDLE_USEC, rs.idle.us);
+		for (k = 0; k < CGE_SYS_NR; k++) {
+			cge_kv(m, cge_sys_keys[k][0], rs.sys_uj[k]);
+			cge_kv(m, cge_sys_keys[k][1], rs.sys[k].us);
+		}
 	}
 	return 0;
 }
@@ -86,7 +97,7 @@ int cge_stat_show(struct seq_file *m, u64 cgid)
 int cge_info_show(struct seq_file *m, bool host)
 {
 	const struct cge_source *src = cge_sampler_source();
-	unsigned long domains = src->domains;
+	unsigned long domains = src->domains();
 	struct cge_sampler_health h;
 	struct cge_source_health sh;
 	struct cge_impact_coefs k;

@@ -7,6 +7,10 @@ tree mutated under a running energystat never shows a half-written file."""
 import os
 
 BASE_KEYS = ("usage_usec", "energy_uj", "wakeups", "impact_usec")
+# the root's energy.stat only; the irq, softirq and steal keys are absent
+# from the files of an older module
+ROOT_KEYS = ("total_uj", "idle_uj", "idle_usec", "irq_uj", "irq_usec",
+             "softirq_uj", "softirq_usec", "steal_uj", "steal_usec")
 
 
 def stat_text(values):
@@ -22,6 +26,18 @@ def write_atomic(path, data):
     with open(tmp, "wb") as f:
         f.write(data)
     os.replace(tmp, path)
+
+
+def root_keys(energy_uj, idle_uj=0, idle_usec=0, irq_uj=0, irq_usec=0,
+              softirq_uj=0, softirq_usec=0, steal_uj=0, steal_usec=0):
+    """The root-only keys (ROOT_KEYS) for a root whose energy_uj is given,
+    total_uj made to conserve exactly:
+    total_uj == energy_uj + irq_uj + softirq_uj + steal_uj + idle_uj."""
+    return dict(total_uj=energy_uj + irq_uj + softirq_uj + steal_uj + idle_uj,
+                idle_uj=idle_uj, idle_usec=idle_usec,
+                irq_uj=irq_uj, irq_usec=irq_usec,
+                softirq_uj=softirq_uj, softirq_usec=softirq_usec,
+                steal_uj=steal_uj, steal_usec=steal_usec)
 
 
 class Tree:
@@ -94,5 +110,8 @@ def build_big(root, n=10000, fanout=100):
         made += 1
         i += 1
     t.add("/", energy_uj=total, usage_usec=total // 2, wakeups=0,
-          impact_usec=total, total_uj=total, idle_uj=0, idle_usec=0)
+          impact_usec=total,
+          **root_keys(total, idle_uj=7000, idle_usec=70_000, irq_uj=1000,
+                      irq_usec=10_000, softirq_uj=2000, softirq_usec=20_000,
+                      steal_uj=0, steal_usec=0))
     return t

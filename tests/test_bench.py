@@ -7,7 +7,7 @@ paired with the A run next to it), and the self-timing build
 (CGE_SELFTIME=y) under the same benchmark. Timing in a TCG guest varies by
 about 15 % from run to run, so this fails only on a gross regression:
 
-- the median of the pairwise B/A throughput ratios below 0.70 (below what
+- the median of the pairwise B/A throughput ratios below 0.60 (below what
   the measured spread gives by chance: bench.GROSS_RATIO), or
 - the self-timed ns per switch more than 3 times the baseline recorded in
   bench/baseline.json, compared at the same guest speed (the share of the
@@ -88,7 +88,7 @@ def test_gross_regression_rule():
     # a slower guest: more ns, same share: fine
     assert bench.gross_regression(tput(ok), selftime(400, 0.01), base) == []
     assert bench.gross_regression(tput(ok), selftime(100, 0.031), base)
-    assert bench.gross_regression(tput([0.65] * 12), selftime(100, 0.01),
+    assert bench.gross_regression(tput([0.55] * 12), selftime(100, 0.01),
                                   base)
     assert bench.gross_regression(tput([1.0] * 9), selftime(100, 0.01), base)
 
@@ -97,7 +97,7 @@ def test_gross_ratio_is_below_the_noise():
     """Self-consistency of the limit with the committed measurements (the
     make bench run, a make check's 12 ratios): resampled, a short run's
     median falls below GROSS_RATIO by chance less than once in 1,000, and
-    with a module that costs 40 % more it does in more than 999."""
+    with a module that cuts throughput to 45 % it does in more than 999."""
     d = json.loads((REPO / 'bench/results/latest.json').read_text())
     full = d['raw']['throughput']['bench']['pipe']['ratios']['B']
     check = [json.loads(ln)['ratios_B'] for ln in
@@ -106,7 +106,7 @@ def test_gross_ratio_is_below_the_noise():
     assert len(full) >= 30 and check, (len(full), check)
     for ratios in [full] + check:
         q = bench.gross_ratio_quantile
-        assert q(ratios, 0.999, scale=0.6, draws=20000) < \
+        assert q(ratios, 0.999, scale=0.45, draws=20000) < \
             bench.GROSS_RATIO < q(ratios, 0.001, draws=20000), ratios
 
 

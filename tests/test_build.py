@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0
 """The build: warning-free with W=1 on Debian's 6.1 and 6.12 headers, a clear
 message without headers, the tool builds without kernel headers."""
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -25,6 +26,15 @@ def test_module_builds_warning_free_w1(tmp_path, flavour):
     assert (tmp_path / 'cgroup_energy.ko').exists()
     warnings = [ln for ln in out.splitlines() if 'warning:' in ln]
     assert not warnings, '\n'.join(warnings)
+    # the energy sources' ops are read-only data: what differs between
+    # machines is decided at detection, not written into an ops struct
+    nm = subprocess.run(['nm', str(tmp_path / 'cgroup_energy.ko')],
+                        capture_output=True, text=True, check=True).stdout
+    names = ('cge_model_source', 'cge_rapl_source', 'cge_rapl_core_source')
+    ops = {f[2]: f[1] for f in (ln.split() for ln in nm.splitlines())
+           if len(f) == 3 and f[2] in names}
+    assert set(ops) == set(names), ops
+    assert all(t in 'rR' for t in ops.values()), ops
 
 
 def test_missing_headers_names_the_package():
@@ -45,3 +55,76 @@ def test_tool_builds_without_kernel_headers(tmp_path):
     v = subprocess.run([str(dst / 'userspace/energystat'), '--version'],
                        capture_output=True, text=True)
     assert v.returncode == 0 and '0.1.0' in v.stdout
+
+
+# kmod/probes.mk's results per kernel of the matrix: each probe must show
+# both outcomes somewhere in it, so both branches of kmod/compat.h compile.
+# 6.12 is Debian's, with system_dfl_wq backported; sid is the newest.
+# Debian's 6.1 has inode_set_ctime_current() backported: no kernel of the
+# matrix lacks it yet (a vanilla 6.1.0 does), so its 0 is not built here.
+PROBES_EXPECTED = {
+    '6.1': {**dict.fromkeys(('SIMPLE_INODE_INIT_TS', 'KN_NAME_RCU',
+                             'D_REVALIDATE_DIR', 'SET_DEFAULT_D_OP',
+                             'INODE_JUST_DROP', 'RDMSRQ', 'SYSTEM_DFL_WQ'),
+                            0), 'INODE_SET_CTIME_CURRENT': 1},
+    '6.12': {'SIMPLE_INODE_INIT_TS': 1, 'KN_NAME_RCU': 0,
+             'D_REVALIDATE_DIR': 0, 'SET_DEFAULT_D_OP': 0,
+             'INODE_JUST_DROP': 0, 'RDMSRQ': 0, 'SYSTEM_DFL_WQ': 1,
+             'INODE_SET_CTIME_CURRENT': 1},
+    'sid': dict.fromkeys(('SIMPLE_INODE_INIT_TS', 'KN_NAME_RCU',
+                          'D_REVALIDATE_DIR', 'SET_DEFAULT_D_OP',
+                          'INODE_JUST_DROP', 'RDMSRQ', 'SYSTEM_DFL_WQ',
+                          'INODE_SET_CTIME_CURRENT'), 1),
+}
+ONE_OUTCOME = {'INODE_SET_CTIME_CURRENT'}
+
+
+def test_feature_probes_both_outcomes():
+    from vm import build
+    got = {}
+    for flavour in PROBES_EXPECTED:
+        ko = build.build_module(flavour)
+        line = (ko.parent / 'probes.txt').read_text().strip()
+        got[flavour] = {k: int(v) for k, v in
+                        (f.split('=') for f in line.split(': ', 2)[2].split())}
+    assert got == PROBES_EXPECTED, got
+    for name in set(PROBES_EXPECTED['6.1']) - ONE_OUTCOME:
+        assert {got[f][name] for f in got} == {0, 1}, name
+
+
+def test_below_minimum_kernel_is_one_sentence(tmp_path):
+    # compat.h refuses kernels older than the minimum with one #error,
+    # and dkms.conf skips them (BUILD_EXCLUSIVE_KERNEL_MIN) at the same one
+    src = (REPO / 'kmod/compat.h').read_text()
+    m = re.search(r'LINUX_VERSION_CODE < KERNEL_VERSION\((\d+), (\d+), 0\)\n'
+                  r'#error "([^"]+)"', src)
+    assert m, 'no minimum-version #error in kmod/compat.h'
+    assert f'Linux {m[1]}.{m[2]} or later' in m[3]
+    dkms = (REPO / 'dkms.conf').read_text()
+    assert f'BUILD_EXCLUSIVE_KERNEL_MIN="{m[1]}.{m[2]}"' in dkms
+    # the regular expression older dkms reads says the same (bash =~, ERE)
+    rx = re.search(r'^BUILD_EXCLUSIVE_KERNEL="([^"]+)"', dkms, re.M)[1]
+    for kver, ok in (('6.1.0-57-amd64', True), ('6.12.117+deb12-amd64', True),
+                     ('6.6.9', True), ('7.2.13+deb14-amd64', True),
+                     ('10.0.1-1', True), ('6.0.12-1-amd64', False),
+                     ('5.10.0-46-amd64', False), ('4.19.0-27-amd64', False)):
+        r = subprocess.run(['bash', '-c', f'[[ $1 =~ {rx} ]]', '_', kver])
+        assert (r.returncode == 0) == ok, (kver, rx)
+    # and the sentence is what a build sees: a 6.0 version.h
+    inc = tmp_path / 'linux'
+    inc.mkdir()
+    (inc / 'version.h').write_text(
+        '#define LINUX_VERSION_CODE 393216\n'
+        '#define KERNEL_VERSION(a, b, c) (((a) << 16) + ((b) << 8) + (c))\n')
+    block = src[src.index('#if LINUX_VERSION_CODE'):m.end()] + '\n#endif\n'
+    (tmp_path / 't.c').write_text('#include <linux/version.h>\n' + block)
+    r = subprocess.run(['gcc', '-fsyntax-only', '-I', str(tmp_path),
+                        str(tmp_path / 't.c')], capture_output=True,
+                       text=True)
+    assert r.returncode != 0 and m[3] in r.stderr, r.stderr
+
+
+def test_no_version_checks_outside_compat():
+    for f in sorted((REPO / 'kmod').glob('*.[ch]')):
+        if f.name != 'compat.h':
+            assert 'LINUX_VERSION_CODE' not in f.read_text(), f

@@ -20,7 +20,7 @@ from decimal import Decimal, ROUND_HALF_UP
 import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from fixtree import Tree, build_big, stat_text  # noqa: E402
+from fixtree import ROOT_KEYS, Tree, build_big, root_keys, stat_text  # noqa: E402
 import need  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -96,6 +96,21 @@ def joules(uj, decimals=3):
     return str(q.quantize(Decimal(1).scaleb(-decimals), ROUND_HALF_UP))
 
 
+# The fixture tree's root-only keys: total_uj 12.5 J == energy_uj 10 J +
+# irq_uj + softirq_uj + steal_uj + idle_uj, exactly.
+ROOT = root_keys(10_000_000, idle_uj=2_000_000, idle_usec=30_000_000,
+                 irq_uj=300_001, irq_usec=400_007, softirq_uj=149_999,
+                 softirq_usec=250_000, steal_uj=50_000, steal_usec=1)
+assert ROOT["total_uj"] == 12_500_000
+
+
+def conserves(st):
+    """The root's conservation, on a dict of its energy.stat values."""
+    return st["total_uj"] == (st["energy_uj"] + st["irq_uj"] +
+                              st["softirq_uj"] + st["steal_uj"] +
+                              st["idle_uj"])
+
+
 @pytest.fixture
 def tree(tmp_path):
     """/, /system.slice/{nginx,db}.service, /user.slice/user-1000.slice."""
@@ -103,8 +118,7 @@ def tree(tmp_path):
                                     "domains": "package dram",
                                     "split": "impact", "interval_ms": 100})
     t.add("/", energy_uj=10_000_000, usage_usec=8_000_000, wakeups=1000,
-          impact_usec=9_000_000, total_uj=12_500_000, idle_uj=2_500_000,
-          idle_usec=30_000_000)
+          impact_usec=9_000_000, **ROOT)
     t.add("/system.slice", energy_uj=7_500_000, usage_usec=5_000_000,
           wakeups=600, impact_usec=6_000_000)
     t.add("/system.slice/nginx.service", energy_uj=2_500_000,
@@ -265,8 +279,9 @@ def test_invalid_utf8_name(tool, tmp_path):
 def test_values_near_2_64(tool, tmp_path):
     t = Tree(tmp_path / "ce")
     t.add("/", energy_uj=U64_MAX, usage_usec=U64_MAX - 1, wakeups=U64_MAX,
-          impact_usec=18446744073709551000, total_uj=U64_MAX, idle_uj=0,
-          idle_usec=U64_MAX)
+          impact_usec=18446744073709551000,
+          **root_keys(U64_MAX, idle_usec=U64_MAX, irq_usec=U64_MAX,
+                      softirq_usec=U64_MAX - 1, steal_usec=U64_MAX))
     r = run(tool, "--root", t.path, check_rc=0)
     assert rowmap(r.out)["/"] == [joules(U64_MAX), joules(U64_MAX - 1),
                                   str(U64_MAX), joules(18446744073709551000)]
@@ -275,10 +290,17 @@ def test_values_near_2_64(tool, tmp_path):
     st = doc["cgroups"][0]["stat"]
     assert st == {"usage_usec": U64_MAX - 1, "energy_uj": U64_MAX,
                   "wakeups": U64_MAX, "impact_usec": 18446744073709551000,
-                  "total_uj": U64_MAX, "idle_uj": 0, "idle_usec": U64_MAX}
+                  "total_uj": U64_MAX, "idle_uj": 0, "idle_usec": U64_MAX,
+                  "irq_uj": 0, "irq_usec": U64_MAX, "softirq_uj": 0,
+                  "softirq_usec": U64_MAX - 1, "steal_uj": 0,
+                  "steal_usec": U64_MAX}
     prom = run(tool, "--root", t.path, "--prometheus", check_rc=0).out
     assert 'cgroup_energy_joules_total{cgroup="/"} 18446744073709.551615\n' in prom
     assert 'cgroup_energy_wakeups_total{cgroup="/"} 18446744073709551615\n' in prom
+    assert "cgroup_energy_irq_cpu_seconds_total 18446744073709.551615\n" in prom
+    assert ("cgroup_energy_softirq_cpu_seconds_total 18446744073709.551614\n"
+            in prom)
+    assert "cgroup_energy_steal_joules_total 0\n" in prom
     promtool_check(prom)
 
 
@@ -298,6 +320,8 @@ GOOD = stat_text(dict(usage_usec=1, energy_uj=1_000_000, wakeups=3,
     ("usage_usec 1\nenergy_uj 1.5\nwakeups 1\nimpact_usec 1\n", 2,
      "unsigned integer"),
     (GOOD + "energy_uj 7\n", 5, "duplicate key energy_uj"),
+    (GOOD + "irq_uj 1\nsoftirq_usec 2\nirq_uj 1\n", 7, "duplicate key irq_uj"),
+    (GOOD + "steal_usec 18446744073709551616\n", 5, "value out of range"),
     (GOOD + "x" * 300 + " 1\n", 5, "line too long"),
     (GOOD.encode() + b"\x00\x01\xff\xfe junk\n", 5, "binary data"),
     (b"\x7fELF\x02\x01\x01\x00" + bytes(range(256)), 1, "binary data"),
@@ -476,8 +500,14 @@ def test_json(tool, tree):
     c = {c["path"]: c for c in doc["cgroups"]}
     assert c["/"]["stat"] == {"usage_usec": 8_000_000, "energy_uj": 10_000_000,
                               "wakeups": 1000, "impact_usec": 9_000_000,
-                              "total_uj": 12_500_000, "idle_uj": 2_500_000,
-                              "idle_usec": 30_000_000}
+                              "total_uj": 12_500_000, "idle_uj": 2_000_000,
+                              "idle_usec": 30_000_000, "irq_uj": 300_001,
+                              "irq_usec": 400_007, "softirq_uj": 149_999,
+                              "softirq_usec": 250_000, "steal_uj": 50_000,
+                              "steal_usec": 1}
+    assert conserves(c["/"]["stat"])
+    assert set(ROOT_KEYS) <= set(c["/"]["stat"])
+    assert not set(ROOT_KEYS) & set(c["/system.slice"]["stat"])
     assert c["/system.slice/nginx.service"] == {
         "path": "/system.slice/nginx.service", "depth": 2,
         "stat": {"usage_usec": 1_500_000, "energy_uj": 2_500_000,
@@ -531,8 +561,14 @@ def test_prometheus(tool, tree):
              'nginx.service",domain="dram"}'] == "0.5"
     assert s['cgroup_energy_joules_total{cgroup="/"}'] == "10"
     assert s["cgroup_energy_measured_joules_total"] == "12.5"
-    assert s["cgroup_energy_idle_joules_total"] == "2.5"
+    assert s["cgroup_energy_idle_joules_total"] == "2"
     assert s["cgroup_energy_idle_cpu_seconds_total"] == "30"
+    assert s["cgroup_energy_irq_joules_total"] == "0.300001"
+    assert s["cgroup_energy_irq_cpu_seconds_total"] == "0.400007"
+    assert s["cgroup_energy_softirq_joules_total"] == "0.149999"
+    assert s["cgroup_energy_softirq_cpu_seconds_total"] == "0.25"
+    assert s["cgroup_energy_steal_joules_total"] == "0.05"
+    assert s["cgroup_energy_steal_cpu_seconds_total"] == "0.000001"
     assert s['cgroup_energy_info{source="model",domains="package dram",'
              'split="impact"}'] == "1"
     assert len([k for k in s if k.startswith("cgroup_energy_joules_total")]) == 6
@@ -541,10 +577,94 @@ def test_prometheus(tool, tree):
         assert f"# HELP cgroup_energy_{name}_total " in r.out
 
 
+NEW_ROOT_METRICS = [f"cgroup_energy_{w}_{u}_total"
+                    for w in ("irq", "softirq", "steal")
+                    for u in ("joules", "cpu_seconds")]
+
+
+def test_prometheus_irq_softirq_steal(tool, tree):
+    """The six root counters: HELP, TYPE and one unlabelled sample each,
+    right after the idle ones, values exact (microunits, scale 6)."""
+    r = run(tool, "--root", tree.path, "--prometheus", check_rc=0)
+    promtool_check(r.out)
+    lines = r.out.splitlines()
+    at = lines.index("cgroup_energy_idle_cpu_seconds_total 30") + 1
+    want = {"irq_joules": "0.300001", "irq_cpu_seconds": "0.400007",
+            "softirq_joules": "0.149999", "softirq_cpu_seconds": "0.25",
+            "steal_joules": "0.05", "steal_cpu_seconds": "0.000001"}
+    for name, (k, v) in zip(NEW_ROOT_METRICS, want.items()):
+        assert name == f"cgroup_energy_{k}_total"
+        help_, type_, sample = lines[at:at + 3]
+        assert help_.startswith(f"# HELP {name} ") and help_.endswith(".")
+        assert {"irq": "interrupt", "softirq": "softirq",
+                "steal": "hypervisor"}[k.split("_")[0]] in help_.lower()
+        assert type_ == f"# TYPE {name} counter"
+        assert sample == f"{name} {v}"
+        at += 3
+    assert lines[at].startswith("# HELP cgroup_energy_info ")
+    for name in NEW_ROOT_METRICS:
+        assert sum(line.startswith(name) for line in lines) == 1
+    # the root's conservation, in joules
+    s = {k: Decimal(v) for k, v in prom_samples(r.out).items()}
+    assert s["cgroup_energy_measured_joules_total"] == (
+        s['cgroup_energy_joules_total{cgroup="/"}'] +
+        s["cgroup_energy_irq_joules_total"] +
+        s["cgroup_energy_softirq_joules_total"] +
+        s["cgroup_energy_steal_joules_total"] +
+        s["cgroup_energy_idle_joules_total"]) == Decimal("12.5")
+
+
+def test_root_of_older_module(tool, tree):
+    """A root energy.stat without irq, softirq and steal keys (an older
+    module, total_uj == energy_uj + idle_uj): no error, the keys are not
+    shown anywhere, no such metric, no such rate."""
+    old = {k: ROOT[k] for k in ("idle_uj", "idle_usec")}
+    old["total_uj"] = 10_000_000 + old["idle_uj"]
+    tree.add("/", energy_uj=10_000_000, usage_usec=8_000_000, wakeups=1000,
+             impact_usec=9_000_000, **old)
+    r = run(tool, "--root", tree.path, check_rc=0)
+    assert rowmap(r.out)["/"] == ["10.000", "8.000", "1000", "9.000"]
+    assert r.err == ""
+    doc = json.loads(run(tool, "--root", tree.path, "--json", check_rc=0).out)
+    assert doc["cgroups"][0]["stat"] == {
+        "usage_usec": 8_000_000, "energy_uj": 10_000_000, "wakeups": 1000,
+        "impact_usec": 9_000_000, "total_uj": 12_000_000,
+        "idle_uj": 2_000_000, "idle_usec": 30_000_000}
+    r = run(tool, "--root", tree.path, "--prometheus", check_rc=0)
+    promtool_check(r.out)
+    for w in ("irq", "softirq", "steal"):
+        assert w not in r.out
+    s = prom_samples(r.out)
+    assert s["cgroup_energy_measured_joules_total"] == "12"
+    assert s["cgroup_energy_idle_joules_total"] == "2"
+    live = Live(tool, "--root", tree.path, "--json", "-i", "0.3", "-n", "1")
+    doc = live.doc()
+    assert set(rates(doc)["/"]) == {"cpu_percent", "power_w", "wakeups_per_s",
+                                    "impact", "total_w", "idle_w",
+                                    "idle_cpu_percent"}
+    assert live.finish()[0] == 0
+
+
+def test_root_keys_partly_present(tool, tree):
+    """Each root metric follows its own key: only steal_* (say) present."""
+    st = {k: ROOT[k] for k in ("idle_uj", "idle_usec", "steal_uj",
+                               "steal_usec")}
+    st["total_uj"] = 10_000_000 + st["idle_uj"] + st["steal_uj"]
+    tree.add("/", energy_uj=10_000_000, **st)
+    r = run(tool, "--root", tree.path, "--prometheus", check_rc=0)
+    promtool_check(r.out)
+    s = prom_samples(r.out)
+    assert s["cgroup_energy_steal_joules_total"] == "0.05"
+    assert s["cgroup_energy_steal_cpu_seconds_total"] == "0.000001"
+    assert "irq" not in r.out  # neither irq nor softirq
+
+
 def test_prometheus_subtree_has_no_root_metrics(tool, tree):
     r = run(tool, "--root", tree.path, "--prometheus", "/user.slice", check_rc=0)
     promtool_check(r.out)
     assert "measured_joules" not in r.out
+    for name in NEW_ROOT_METRICS:
+        assert name not in r.out
     assert len(prom_samples(r.out)) == 4 * 2 + 1
 
 
@@ -648,7 +768,7 @@ def test_live_appear_disappear_reload(tool, tree):
         "/system.slice/new.service", "/system.slice/nginx.service", "/user.slice"]
     # step 2: the module is reloaded: root counters go back
     tree.add("/", energy_uj=1_000, usage_usec=1_000, wakeups=1, impact_usec=1_000,
-             total_uj=2_000, idle_uj=1_000, idle_usec=1_000)
+             **root_keys(1_000, idle_uj=1_000, idle_usec=1_000))
     tree.add("/system.slice", energy_uj=10)
     tree.set_info({"last_sample_ns": 5})
     doc = live.doc()
@@ -656,8 +776,8 @@ def test_live_appear_disappear_reload(tool, tree):
     assert all(c["rates"] is None for c in doc["cgroups"])
     # step 3: rates again, from the new baseline
     tree.add("/", energy_uj=1_001_000, usage_usec=1_000, wakeups=1,
-             impact_usec=1_000, total_uj=1_502_000, idle_uj=501_000,
-             idle_usec=1_000)
+             impact_usec=1_000,
+             **root_keys(1_001_000, idle_uj=501_000, idle_usec=1_000))
     tree.set_info({"last_sample_ns": 5 + 500_000_000})
     doc = live.doc()
     assert doc["reset"] is False
@@ -674,6 +794,55 @@ def test_live_appear_disappear_reload(tool, tree):
     assert rates(doc)["/system.slice/db.service"]["power_w"] == pytest.approx(0.5)
     rc, rest, err = live.finish()
     assert rc == 0 and rest == ""
+    assert err == ("energystat: counters restarted (module reloaded?): new "
+                   "baseline, rates from the next update\n")
+
+
+def test_live_root_irq_softirq_steal_rates(tool, tree):
+    """Rates of the root's irq, softirq and steal keys, exact on the module
+    clock; they add up like the counters. A drop of one of them alone is a
+    reload."""
+    ns = 10**12
+    tree.set_info({"last_sample_ns": ns})
+    live = Live(tool, "--root", tree.path, "--json", "-i", "0.5", "-n", "2")
+    base = dict(usage_usec=8_000_000, wakeups=1000, impact_usec=9_000_000)
+    # over 0.5 s: +1 J tasks, +0.25 J / 10 % of a CPU irq, +0.1 J / 5 %
+    # softirq, +0.05 J / 50 % steal, +0.6 J / 100 % idle
+    st = root_keys(11_000_000,
+                   idle_uj=ROOT["idle_uj"] + 600_000,
+                   idle_usec=ROOT["idle_usec"] + 500_000,
+                   irq_uj=ROOT["irq_uj"] + 250_000,
+                   irq_usec=ROOT["irq_usec"] + 50_000,
+                   softirq_uj=ROOT["softirq_uj"] + 100_000,
+                   softirq_usec=ROOT["softirq_usec"] + 25_000,
+                   steal_uj=ROOT["steal_uj"] + 50_000,
+                   steal_usec=ROOT["steal_usec"] + 250_000)
+    tree.add("/", energy_uj=11_000_000, **base, **st)
+    tree.set_info({"last_sample_ns": ns + 500_000_000})
+    doc = live.doc()
+    assert doc["reset"] is False and doc["clock"] == "module"
+    root = doc["cgroups"][0]
+    assert root["path"] == "/" and conserves(root["stat"])
+    assert root["stat"]["steal_usec"] == 250_001
+    r = rates(doc)["/"]
+    assert r == pytest.approx({
+        "cpu_percent": 0, "power_w": 2.0, "wakeups_per_s": 0, "impact": 0,
+        "total_w": 4.0, "idle_w": 1.2, "idle_cpu_percent": 100.0,
+        "irq_w": 0.5, "irq_cpu_percent": 10.0,
+        "softirq_w": 0.2, "softirq_cpu_percent": 5.0,
+        "steal_w": 0.1, "steal_cpu_percent": 50.0}, abs=1e-6)
+    assert r["total_w"] == pytest.approx(r["power_w"] + r["irq_w"] +
+                                         r["softirq_w"] + r["steal_w"] +
+                                         r["idle_w"], abs=1e-6)
+    # only softirq_usec goes back: the module was reloaded
+    st["softirq_usec"] -= 1
+    tree.add("/", energy_uj=11_000_000, **base, **st)
+    tree.set_info({"last_sample_ns": ns + 1_000_000_000})
+    doc = live.doc()
+    assert doc["reset"] is True
+    assert all(c["rates"] is None for c in doc["cgroups"])
+    rc, rest, err = live.finish()
+    assert (rc, rest) == (0, "")
     assert err == ("energystat: counters restarted (module reloaded?): new "
                    "baseline, rates from the next update\n")
 
@@ -810,9 +979,16 @@ def test_man_page(tool):
                        capture_output=True, text=True)
     assert r.returncode == 0 and r.stderr == "", r.stderr
     text = re.sub(r".\x08", "", r.stdout)  # overstrike bold/underline
+    text = " ".join(text.split())            # words, not lines
     for word in ("--json", "--prometheus", "--root", "EXIT STATUS", "power_w",
                  "cpu_percent", "wakeups_per_s", "impact", "modprobe",
-                 "gid=", "cgroup_energy_joules_total"):
+                 "gid=", "cgroup_energy_joules_total",
+                 "softirq_usec", "steal_uj", "irq_w", "steal_cpu_percent",
+                 "cgroup_energy_irq_cpu_seconds_total",
+                 "cgroup_energy_softirq_joules_total",
+                 "cgroup_energy_steal_cpu_seconds_total",
+                 "total_uj = energy_uj + irq_uj + softirq_uj + steal_uj + "
+                 "idle_uj"):
         assert word in text, word
 
 

@@ -114,8 +114,13 @@ def test_splat_patterns():
     assert line.startswith('[ 1.0] WARNING:') and 'more' in ctx
     assert harness._splat_context('cge-guest: done\n') == (None, None)
     for s in ('BUG: kernel NULL pointer', 'Oops: 0000', 'Call Trace:',
-              'Kernel panic - not syncing', 'kernel BUG at mm/x.c:1'):
+              'Kernel panic - not syncing', 'kernel BUG at mm/x.c:1',
+              'WARNING: possible circular locking dependency detected',
+              '[    3.1] WARNING: suspicious RCU usage'):
         assert harness.SPLAT.search(s)
+    assert not harness.SPLAT.search(
+        '[    0.405478] RETBleed: WARNING: Spectre v2 mitigation leaves CPU '
+        'vulnerable to RETBleed attacks, data leaks possible!')
 
 
 def test_normalise_commands():
@@ -157,7 +162,7 @@ def stub_boot(monkeypatch, tmp_path, script):
                         lambda f: kernels.Kernel(f, '6.1.0-test', tmp_path))
     monkeypatch.setattr(harness.initramfs, 'build', lambda k: None)
     monkeypatch.setattr(harness, 'qemu_command',
-                        lambda *a: ['sh', '-c', script])
+                        lambda *a, **kw: ['sh', '-c', script])
 
 
 def test_boot_stuck_before_init_is_retried_once(monkeypatch, tmp_path,

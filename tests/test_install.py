@@ -25,7 +25,8 @@ NAME = 'cgroup-energy'
 UNIT = 'sys-fs-cgroup_energy.mount'
 FLAVOURS = ['6.1', '6.1-rt', '6.12', '6.12-rt']
 KEYS = ('usage_usec', 'energy_uj', 'wakeups', 'impact_usec',
-        'total_uj', 'idle_uj', 'idle_usec')
+        'total_uj', 'idle_uj', 'idle_usec', 'irq_uj', 'irq_usec',
+        'softirq_uj', 'softirq_usec', 'steal_uj', 'steal_usec')
 REAL_TREES = [Path('/var/lib/dkms'), Path('/usr/src'), Path('/lib/modules')]
 
 
@@ -208,6 +209,9 @@ def test_dkms_sources_are_the_listed_files(installed, tree):
     want = {'Kbuild', 'dkms.conf'}
     want |= {f'include/{p.name}' for p in (REPO / 'include').glob('*.h')}
     want |= {f'kmod/{p.name}' for p in (REPO / 'kmod').glob('*.[ch]')}
+    want |= {f'kmod/{p.name}' for p in (REPO / 'kmod').glob('*.mk')}
+    # the test build's emulated hardware stays out of what DKMS builds
+    want -= {'kmod/emu.c'}
     assert got == want
 
 
@@ -359,8 +363,9 @@ def test_dkms_module_loads_in_vm(vm, installed, tree):
     assert not missing, res['stat'].output
     assert all(stat[key].strip().isdigit() for key in KEYS), stat
     assert int(stat['usage_usec']) > 0 and int(stat['total_uj']) > 0, stat
-    assert int(stat['total_uj']) == \
-        int(stat['energy_uj']) + int(stat['idle_uj'])
+    assert int(stat['total_uj']) == sum(
+        int(stat[k]) for k in ('energy_uj', 'idle_uj', 'irq_uj',
+                               'softirq_uj', 'steal_uj'))
     assert res['example-options'].output.split() == ['440', gid]
 
 

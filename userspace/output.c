@@ -257,9 +257,21 @@ static const struct metric root_metrics[] = {
 	{ "cgroup_energy_measured_joules_total", K_TOTAL_UJ, 6,
 	  "All energy the source measured or estimated since the module loaded, joules." },
 	{ "cgroup_energy_idle_joules_total", K_IDLE_UJ, 6,
-	  "Energy that no task used (CPUs idle), joules." },
+	  "Energy of idle CPU time, joules." },
 	{ "cgroup_energy_idle_cpu_seconds_total", K_IDLE_USEC, 6,
 	  "Idle CPU time summed over CPUs, seconds." },
+	{ "cgroup_energy_irq_joules_total", K_IRQ_UJ, 6,
+	  "Energy of interrupt time that no task was charged for, joules." },
+	{ "cgroup_energy_irq_cpu_seconds_total", K_IRQ_USEC, 6,
+	  "Interrupt time that no task was charged for (as /proc/stat irq, minus what tasks were charged), summed over CPUs, seconds." },
+	{ "cgroup_energy_softirq_joules_total", K_SOFTIRQ_UJ, 6,
+	  "Energy of softirq time that no task was charged for, joules." },
+	{ "cgroup_energy_softirq_cpu_seconds_total", K_SOFTIRQ_USEC, 6,
+	  "Softirq time that no task was charged for (as /proc/stat softirq, minus what tasks were charged), summed over CPUs, seconds." },
+	{ "cgroup_energy_steal_joules_total", K_STEAL_UJ, 6,
+	  "Energy of time stolen by a hypervisor that no task was charged for, joules." },
+	{ "cgroup_energy_steal_cpu_seconds_total", K_STEAL_USEC, 6,
+	  "Time stolen by a hypervisor that no task was charged for (as /proc/stat steal, minus what tasks were charged), summed over CPUs, seconds." },
 };
 
 static const struct {

@@ -28,6 +28,12 @@ const struct key_desc key_table[NKEYS] = {
 	[K_TOTAL_UJ]	= { CGE_KEY_TOTAL_UJ,	KIND_UJ,	"total_w" },
 	[K_IDLE_UJ]	= { CGE_KEY_IDLE_UJ,	KIND_UJ,	"idle_w" },
 	[K_IDLE_USEC]	= { CGE_KEY_IDLE_USEC,	KIND_CPU_USEC,	"idle_cpu_percent" },
+	[K_IRQ_UJ]	= { CGE_KEY_IRQ_UJ,	KIND_UJ,	"irq_w" },
+	[K_IRQ_USEC]	= { CGE_KEY_IRQ_USEC,	KIND_CPU_USEC,	"irq_cpu_percent" },
+	[K_SOFTIRQ_UJ]	= { CGE_KEY_SOFTIRQ_UJ,	KIND_UJ,	"softirq_w" },
+	[K_SOFTIRQ_USEC] = { CGE_KEY_SOFTIRQ_USEC, KIND_CPU_USEC, "softirq_cpu_percent" },
+	[K_STEAL_UJ]	= { CGE_KEY_STEAL_UJ,	KIND_UJ,	"steal_w" },
+	[K_STEAL_USEC]	= { CGE_KEY_STEAL_USEC,	KIND_CPU_USEC,	"steal_cpu_percent" },
 };
 
 static bool is_key_char(unsigned char c)

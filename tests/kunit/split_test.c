@@ -301,6 +301,79 @@ static void cge_t_time_equivalence_random(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, bad, 0U);
 }
 
+/* idle, then each kind by time; the tasks' part by weight */
+static void cge_t_kinds_by_time(struct kunit *test)
+{
+	u64 kind[3] = { 100, 200, 0 }, ks[3], w[2] = { 1, 3 }, s[2], idle;
+
+	idle = cge_split_kinds(1000, 100, kind, ks, 3, 600, w, s, 2);
+	KUNIT_EXPECT_EQ(test, idle, 100ULL);
+	KUNIT_EXPECT_EQ(test, ks[0], 100ULL);
+	KUNIT_EXPECT_EQ(test, ks[1], 200ULL);
+	KUNIT_EXPECT_EQ(test, ks[2], 0ULL);
+	KUNIT_EXPECT_EQ(test, s[0], 150ULL);
+	KUNIT_EXPECT_EQ(test, s[1], 450ULL);
+	/* no task time: the tasks' part is 0, the kinds keep theirs */
+	idle = cge_split_kinds(1000, 100, kind, ks, 3, 0, w, s, 2);
+	KUNIT_EXPECT_EQ(test, idle + ks[0] + ks[1] + ks[2], 1000ULL);
+	KUNIT_EXPECT_EQ(test, ks[1], 2 * ks[0]);
+	KUNIT_EXPECT_EQ(test, s[0] + s[1], 0ULL);
+}
+
+/* with no kinds, cge_split_kinds() is cge_split(), share for share */
+static void cge_t_kinds_none_is_split(struct kunit *test)
+{
+	u64 w[CGE_T_MAXN], s1[CGE_T_MAXN], s2[CGE_T_MAXN], seed = 777;
+	unsigned int it, i, n, bad = 0;
+
+	for (it = 0; it < 2000; it++) {
+		u64 e, idle_ns, busy_ns;
+
+		n = 1 + cge_t_rand(&seed) % CGE_T_MAXN;
+		e = cge_t_rand(&seed) >> (cge_t_rand(&seed) % 64);
+		idle_ns = cge_t_rand(&seed) >> (cge_t_rand(&seed) % 64);
+		busy_ns = cge_t_rand(&seed) >> (cge_t_rand(&seed) % 64);
+		for (i = 0; i < n; i++)
+			w[i] = cge_t_rand(&seed) >> (cge_t_rand(&seed) % 64);
+		if (cge_split(e, idle_ns, busy_ns, w, s1, n) !=
+		    cge_split_kinds(e, idle_ns, NULL, NULL, 0, busy_ns, w, s2,
+				    n))
+			bad++;
+		for (i = 0; i < n; i++)
+			if (s1[i] != s2[i])
+				bad++;
+	}
+	KUNIT_EXPECT_EQ(test, bad, 0U);
+}
+
+/* every unit goes somewhere, for any inputs, times near 2^64 included */
+static void cge_t_kinds_sum_exact(struct kunit *test)
+{
+	u64 w[CGE_T_MAXN], s[CGE_T_MAXN], kind[3], ks[3], seed = 4242;
+	unsigned int it, i, n, bad = 0;
+
+	for (it = 0; it < 3000; it++) {
+		u64 e, idle_ns, busy_ns, idle, sum;
+
+		n = 1 + cge_t_rand(&seed) % CGE_T_MAXN;
+		e = cge_t_rand(&seed) >> (cge_t_rand(&seed) % 64);
+		idle_ns = cge_t_rand(&seed) >> (cge_t_rand(&seed) % 64);
+		busy_ns = it % 7 ? cge_t_rand(&seed) >> (cge_t_rand(&seed) % 64) :
+			  U64_MAX;
+		for (i = 0; i < 3; i++)
+			kind[i] = it % 11 ? cge_t_rand(&seed) >> (it % 64) :
+				  U64_MAX - i;
+		for (i = 0; i < n; i++)
+			w[i] = cge_t_rand(&seed) >> (cge_t_rand(&seed) % 64);
+		idle = cge_split_kinds(e, idle_ns, kind, ks, 3, busy_ns, w, s,
+				       n);
+		sum = cge_t_sum(idle, s, n) + ks[0] + ks[1] + ks[2];
+		if (sum != e)
+			bad++;
+	}
+	KUNIT_EXPECT_EQ(test, bad, 0U);
+}
+
 static struct kunit_case cge_split_cases[] = {
 	KUNIT_CASE(cge_t_mul_div),
 	KUNIT_CASE(cge_t_basic),
@@ -314,6 +387,9 @@ static struct kunit_case cge_split_cases[] = {
 	KUNIT_CASE(cge_t_formula_small),
 	KUNIT_CASE(cge_t_time_equivalence),
 	KUNIT_CASE(cge_t_time_equivalence_random),
+	KUNIT_CASE(cge_t_kinds_by_time),
+	KUNIT_CASE(cge_t_kinds_none_is_split),
+	KUNIT_CASE(cge_t_kinds_sum_exact),
 	{}
 };
 

@@ -48,22 +48,23 @@ def _sync(srcs, dst):
         raise BuildError(f'rsync into {dst} failed: {r.stderr.strip()}')
 
 
-def _build(k, srcs, mdir, what):
+def _build(k, srcs, mdir, what, args=()):
     """Copy srcs into mdir and make there, holding a per-directory lock."""
     mdir.parent.mkdir(parents=True, exist_ok=True)
     with kernels.locked(mdir.parent / f'.{mdir.name}.lock'):
         _sync(srcs, mdir)
-        _make(k, mdir, what)
+        _make(k, mdir, what, args)
 
 
-def _make(k, mdir, what):
+def _make(k, mdir, what, args=()):
     if not k.kdir.is_dir():
         raise BuildError(f'no kernel build tree at {k.kdir}')
     cmd = ['make', '-C', str(k.kdir), f'M={mdir}',
-           f'-j{os.cpu_count() or 1}', 'modules']
+           f'-j{os.cpu_count() or 1}', *args, 'modules']
     t0 = time.monotonic()
     if k.chroot:            # sid: headers and gcc live in a chroot
-        cmd, r = kernels._sibling('sid').make_module(k, mdir)
+        cmd, r = kernels._sibling('sid').make_module(
+            k, mdir, targets=(*args, 'modules'))
     else:
         r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
@@ -74,21 +75,36 @@ def _make(k, mdir, what):
     print(f'build: {what} for {k.kver}: '
           + (f'built in {time.monotonic() - t0:.1f} s' if built
              else 'up to date'), file=sys.stderr, flush=True)
+    # kmod/probes.mk's line: into the build log, and beside the module
+    probes = [ln for ln in r.stdout.splitlines()
+              if ln.startswith(f'{MODULE}: probes for ')]
+    for ln in probes:
+        print(f'build: {ln}', file=sys.stderr, flush=True)
+    if probes:
+        (mdir / 'probes.txt').write_text(probes[-1] + '\n')
 
 
 def _kernel(flavour, kernel):
     return kernel if kernel is not None else kernels.kernel(flavour)
 
 
-def build_module(flavour='6.1', kernel=None):
-    """Build cgroup_energy.ko (Kbuild at the repo root) for a flavour."""
+# Test builds: make variables, and the directory each builds in.
+VARIANTS = {None: (), 'emu': ('CGE_EMU=y',)}
+
+
+def build_module(flavour='6.1', kernel=None, variant=None):
+    """Build cgroup_energy.ko (Kbuild at the repo root) for a flavour;
+    variant 'emu' is the test build with emulated RAPL hardware (emu.c)."""
     k = _kernel(flavour, kernel)
     dst = build_dir(k.kver)
+    if variant:
+        dst = dst.with_name(f'{dst.name}-{variant}')
     srcs = [REPO / n for n in ('Kbuild', 'kmod', 'include')]
     missing = [str(s) for s in srcs if not s.exists()]
     if missing:
         raise BuildError(f'missing module sources: {" ".join(missing)}')
-    _build(k, srcs, dst, f'{MODULE}.ko')
+    _build(k, srcs, dst, f'{MODULE}.ko' + (f' ({variant})' if variant else ''),
+           VARIANTS[variant])
     ko = dst / f'{MODULE}.ko'
     if not ko.exists():
         raise BuildError(f'make succeeded but {ko} is missing')

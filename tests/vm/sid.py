@@ -235,23 +235,26 @@ def newest_pin():
 def install_headers(kver, pin=None):
     """Install linux-headers-<kver> (and so its gcc) in the chroot: the
     pinned version, replacing another one (said in one line on stderr);
-    without a pin, any version."""
+    without a pin, any version. One install at a time per cache: two runs
+    that share it (two pytest sessions, say) take turns, and the second
+    finds the headers installed."""
     pkg = _headers(kver)
     want = pin.packages.get(pkg) if pin else None
-    have = installed_version(pkg)
-    if have and want in (None, have):
-        return
-    spec = f'{pkg}={want}' if want else pkg
-    log(f'installing {spec} in the sid chroot'
-        + (f' (replacing {have})' if have else ''))
-    r = _apt('install', '--allow-downgrades', spec, check=False)
-    if r.returncode != 0:
-        APT_SID.update()
+    with kernels.locked(sid_dir() / '.headers.lock'):
+        have = installed_version(pkg)
+        if have and want in (None, have):
+            return
+        spec = f'{pkg}={want}' if want else pkg
+        log(f'installing {spec} in the sid chroot'
+            + (f' (replacing {have})' if have else ''))
         r = _apt('install', '--allow-downgrades', spec, check=False)
-    if r.returncode != 0:
-        raise kernels.DownloadError(
-            f'apt-get install {spec} failed in the sid chroot:\n'
-            f'{(r.stdout + r.stderr).strip()[-3000:]}')
+        if r.returncode != 0:
+            APT_SID.update()
+            r = _apt('install', '--allow-downgrades', spec, check=False)
+        if r.returncode != 0:
+            raise kernels.DownloadError(
+                f'apt-get install {spec} failed in the sid chroot:\n'
+                f'{(r.stdout + r.stderr).strip()[-3000:]}')
 
 
 def _usr_merged(root, kver):

@@ -172,8 +172,27 @@ def get_param(name):
     return (PARAMS / name).read_text().strip()
 
 
+SYS_KINDS = ('irq', 'softirq', 'steal')
+
+
 def conservation_ok(s):
-    return s['total_uj'] == s['energy_uj'] + s['idle_uj']
+    """The root's energy, every unit somewhere: tasks, interrupts,
+    softirqs, steal, idle."""
+    return s['total_uj'] == (s['energy_uj'] + s['idle_uj'] +
+                             sum(s[f'{k}_uj'] for k in SYS_KINDS))
+
+
+def proc_sys_usec():
+    """/proc/stat's irq, softirq and steal time, in µs (USER_HZ ticks: 10 ms
+    resolution): {'cpu': {kind: µs}, 'cpu0': ..., ...}."""
+    hz = os.sysconf('SC_CLK_TCK')
+    out = {}
+    for line in Path('/proc/stat').read_text().splitlines():
+        f = line.split()
+        if f and f[0].startswith('cpu'):
+            out[f[0]] = {k: int(f[6 + i]) * 1_000_000 // hz
+                         for i, k in enumerate(SYS_KINDS)}
+    return out
 
 
 class Work:

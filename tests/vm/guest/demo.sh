@@ -27,5 +27,5 @@ echo
 echo "# cat $EN/demo/burner/energy.stat"
 cat "$EN/demo/burner/energy.stat"
 echo
-echo "# cat $EN/energy.stat    (total_uj = energy_uj + idle_uj, exactly)"
+echo "# cat $EN/energy.stat    (total_uj = energy_uj + irq_uj + softirq_uj + steal_uj + idle_uj, exactly)"
 cat "$EN/energy.stat"

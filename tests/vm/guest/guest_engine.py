@@ -15,8 +15,8 @@ from pathlib import Path
 from common import (CG, EN, REPO, Work, conservation_ok, cpu_usage, dmesg,
                     freeze, info,
                     insmod, kv, main_args, mkcg, mount_en, next_sample,
-                    proc_idle_usec, rmmod, scenarios, set_param, get_param, settle, sh,
-                    snapshot, stat, umount_en, wait_records)
+                    proc_idle_usec, proc_sys_usec, rmmod, scenarios, set_param, get_param, settle, sh,
+                    snapshot, stat, umount_en, wait_records, SYS_KINDS)
 
 KO, CGWORK = main_args()
 W = Work(CGWORK)
@@ -58,18 +58,20 @@ def s_load_params(ctx):
         r['log'] = [ln.split('] ', 1)[-1] for ln in log
                     if 'cgroup_energy' in ln and 'taint' not in ln]
         out[params] = r
-    # the shortest interval, kept: samples over 3 s by the guest's clock
+    # the shortest interval, kept: samples over 3 s, from just after one
+    # sample to just after another (a sampler that is late when the window
+    # opens would count due times from before it as overruns inside it)
     insmod(KO, 'interval_ms=10')
     mount_en()
-    i0, t0 = info(), time.monotonic()
+    i0 = next_sample(rels=())['info']
     time.sleep(3)
-    i1, t1 = info(), time.monotonic()
+    i1 = next_sample(rels=())['info']
     umount_en()
     rmmod()
     out['period_10ms'] = {
         'samples': i1['samples'] - i0['samples'],
         'overruns': i1['sampler_overruns'] - i0['sampler_overruns'],
-        'seconds': t1 - t0}
+        'seconds': (i1['last_sample_ns'] - i0['last_sample_ns']) / 1e9}
     return out
 
 
@@ -479,6 +481,106 @@ def s_quiet(ctx):
             'proc_stat_idle_usec': b['extra'] - a['extra']}
 
 
+def _ksoftirqd_ns(cpu):
+    """sum_exec_runtime of ksoftirqd/@cpu (/proc/PID/schedstat), ns."""
+    pid = sh(f'pgrep -x ksoftirqd/{cpu}').stdout.split()[0]
+    return int(Path(f'/proc/{pid}/schedstat').read_text().split()[0])
+
+
+def _flood(port, seconds, duty=False):
+    """A UDP sender pinned to CPU 0 for @seconds, in a child; with @duty it
+    sends for 2 ms and sleeps for 2 ms, so CPU 0 is idle half the time."""
+    import socket
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.sched_setaffinity(0, {0})
+            tx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            buf, end = b'x' * 1000, time.monotonic() + seconds
+            burst = time.monotonic() + 0.002
+            while time.monotonic() < end:
+                try:
+                    tx.sendto(buf, ('127.0.0.1', port))
+                except OSError:
+                    pass
+                if duty and time.monotonic() >= burst:
+                    time.sleep(0.002)
+                    burst = time.monotonic() + 0.002
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
+
+
+def _cpu_task_ns(cpu):
+    """The kernel's sum of the time tasks ran on @cpu (/proc/schedstat's
+    rq_cpu_time, the 7th field of its cpuN line), ns."""
+    for line in Path('/proc/schedstat').read_text().splitlines():
+        f = line.split()
+        if f and f[0] == f'cpu{cpu}':
+            return int(f[7])
+    raise RuntimeError(f'no cpu{cpu} in /proc/schedstat')
+
+
+def _systime_window(port, seconds, duty=False):
+    """The module's irq, softirq and steal time against /proc/stat's over
+    one flood, in a window that starts and ends on a sample boundary
+    (next_sample()); with the time tasks ran on CPU 1 over it (a softirq
+    sample that hit one of them is its runtime, not ours)."""
+    k0, t0 = _ksoftirqd_ns(1), _cpu_task_ns(1)
+    a = next_sample(extra=proc_sys_usec)
+    _flood(port, seconds, duty)
+    b = next_sample(extra=proc_sys_usec)
+    ra, rb = a['stat'][''], b['stat']['']
+    return {'module': {k: rb[f'{k}_usec'] - ra[f'{k}_usec'] for k in SYS_KINDS},
+            'proc': {c: {k: b['extra'][c][k] - a['extra'][c][k]
+                         for k in SYS_KINDS} for c in ('cpu', 'cpu0', 'cpu1')},
+            'ksoftirqd1_usec': (_ksoftirqd_ns(1) - k0) // 1000,
+            'cpu1_tasks_usec': (_cpu_task_ns(1) - t0) // 1000,
+            'idle_usec': rb['idle_usec'] - ra['idle_usec'],
+            'window_s': (b['info']['last_sample_ns'] -
+                         a['info']['last_sample_ns']) / 1e9,
+            'root_ok': conservation_ok(rb)}
+
+
+def s_systime(ctx):
+    """Softirq time with and without a task to charge it to. A UDP sender
+    pinned to CPU 0 floods loopback (to a socket that is never read):
+    'local', its packets are processed in its own context on CPU 0, where
+    the kernel also books tick samples of it as softirq; 'duty', the same
+    sending half the time, so that CPU 0 also has idle time the sender's
+    softirq samples must not be taken from; 'steered', receive
+    packet steering has CPU 1, which runs no task, process them in NET_RX
+    softirqs. PREEMPT_RT runs softirqs in threads, tasks like any other, and
+    warns when the RPS IPI raises one (kernel/softirq.c,
+    do_softirq_post_smp_call_flush): there only 'local' runs."""
+    import socket
+    rt = 'PREEMPT_RT' in os.uname().version
+    sh('ip link set lo up')
+    rx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    rx.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    rx.bind(('127.0.0.1', 0))
+    port = rx.getsockname()[1]
+    out = {'rt': rt}
+    # this script, and the module's sampler (an unbound work item), on CPU
+    # 0 too: CPU 1 runs as few tasks as the kernel lets it
+    wq_mask = Path('/sys/devices/virtual/workqueue/cpumask')
+    old_mask = wq_mask.read_text().strip()
+    os.sched_setaffinity(0, {0})
+    wq_mask.write_text('1\n')
+    try:
+        out['local'] = _systime_window(port, 3)
+        out['duty'] = _systime_window(port, 3, duty=True)
+        if not rt:
+            sh('echo 2 > /sys/class/net/lo/queues/rx-0/rps_cpus')
+            out['steered'] = _systime_window(port, 4)
+    finally:
+        rx.close()
+        sh('echo 0 > /sys/class/net/lo/queues/rx-0/rps_cpus', check=False)
+        wq_mask.write_text(old_mask + '\n')
+        os.sched_setaffinity(0, set(range(os.cpu_count())))
+    return out
+
+
 def s_conservation(ctx):
     for _ in range(200):
         read_root()
@@ -519,5 +621,6 @@ if __name__ == '__main__':
     scenarios([s_load_params, s_load, s_equal_pinned, s_twice,
                s_parent_sum, s_removed_child, s_removed_tree, s_overflow, s_permissions,
                s_namespace, s_view, s_readdir, s_bad_input, s_churn, s_hotplug, s_suspend, s_quiet,
+               s_systime,
                s_conservation,
                s_energystat, s_unload], ctx)

@@ -1,0 +1,39 @@
+# SPDX-License-Identifier: GPL-2.0
+# Feature probes, included by the top-level Kbuild: what this kernel's
+# headers provide, decided at build time (DKMS builds run them too). Each
+# sets CGE_HAVE_<NAME> to 1 or 0 for kmod/compat.h, and the build log shows
+# them all in one line per build.
+#
+# A probe looks for the declaration in the header that holds it: grep of a
+# pattern that only the new interface matches (no parentheses: make would
+# take them for its own). $(srctree) is the kernel's
+# source tree (Debian: the -common headers package).
+
+# cge_probe <header under $(srctree)> <extended regular expression>
+cge_probe = $(if $(shell grep -qsE '$(2)' '$(srctree)/$(1)' && echo y),1,0)
+
+# 6.7: inode timestamps set with simple_inode_init_ts()
+CGE_HAVE_SIMPLE_INODE_INIT_TS := $(call cge_probe,include/linux/fs.h,simple_inode_init_ts)
+# 6.15: kernfs_node.name is RCU-protected
+CGE_HAVE_KN_NAME_RCU := $(call cge_probe,include/linux/kernfs.h,__rcu[[:space:]]*\*name;)
+# 6.14: d_revalidate() is given the parent inode and the name
+CGE_HAVE_D_REVALIDATE_DIR := $(call cge_probe,include/linux/dcache.h,d_revalidate..struct inode)
+# 6.17: super_block.s_d_op is set with set_default_d_op()
+CGE_HAVE_SET_DEFAULT_D_OP := $(call cge_probe,include/linux/dcache.h,set_default_d_op)
+# 6.18: generic_delete_inode() renamed inode_just_drop()
+CGE_HAVE_INODE_JUST_DROP := $(call cge_probe,include/linux/fs.h,inode_just_drop)
+# 6.16: rdmsrl_safe_on_cpu() renamed rdmsrq_safe_on_cpu()
+CGE_HAVE_RDMSRQ := $(call cge_probe,arch/x86/include/asm/msr.h,rdmsrq_safe_on_cpu)
+# 6.17 (and stable backports, as Debian's 6.12): system_dfl_wq
+CGE_HAVE_SYSTEM_DFL_WQ := $(call cge_probe,include/linux/workqueue.h,\*system_dfl_wq;)
+# 6.6, and stable backports (Debian's 6.1): inode_set_ctime_current()
+CGE_HAVE_INODE_SET_CTIME_CURRENT := $(call cge_probe,include/linux/fs.h,inode_set_ctime_current)
+
+CGE_PROBES := SIMPLE_INODE_INIT_TS KN_NAME_RCU D_REVALIDATE_DIR \
+	      SET_DEFAULT_D_OP INODE_JUST_DROP RDMSRQ SYSTEM_DFL_WQ \
+	      INODE_SET_CTIME_CURRENT
+ccflags-y += $(foreach p,$(CGE_PROBES),-DCGE_HAVE_$(p)=$(CGE_HAVE_$(p)))
+# once per build: in the compile pass, not again when modpost reads this
+ifneq ($(findstring Makefile.build,$(MAKEFILE_LIST)),)
+$(info cgroup_energy: probes for $(KERNELRELEASE): $(foreach p,$(CGE_PROBES),$(p)=$(CGE_HAVE_$(p))))
+endif

@@ -1,0 +1,81 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""Append the figures of the latest VM runs to tests/results/*.jsonl.
+
+usage: collect_vm.py systime|rapl-emu [RUNS_DIR]
+
+Reads the guests' CGE-RESULT lines in RUNS_DIR (default .build/vm-runs; the
+harness keeps the last CGE_KEEP_RUNS runs, 20 unless set) and appends, per
+kernel (and per emulated part), the newest run's figures of HEAD's commit
+(each run's config names the commit it tested; runs of another commit, or
+of a tree with changes, are left out) with the kernel version and the date:
+  systime   s_systime of tests/vm/guest/guest_engine.py: the module's irq,
+            softirq and steal time against /proc/stat's
+  rapl-emu  tests/vm/guest/guest_rapl.py: conservation against the
+            emulated hardware, wraps, packages
+"""
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def git(*args):
+    return subprocess.run(['git', '-C', str(REPO), *args], check=True,
+                          capture_output=True, text=True).stdout.strip()
+
+
+def runs(runs_dir):
+    """(flavour, kver, mtime, result dict) of each run with a result."""
+    for d in sorted(runs_dir.iterdir()):
+        cfg = d / 'config'
+        if d.is_symlink() or not cfg.exists():
+            continue
+        conf = dict(ln.split('=', 1) for ln in cfg.read_text().split())
+        if conf.get('CGE_COMMIT') != git('rev-parse', '--short=12', 'HEAD'):
+            continue
+        for out in sorted((d / 'out').glob('*')):
+            for line in out.read_text(errors='replace').splitlines():
+                if line.startswith('CGE-RESULT '):
+                    yield (conf['CGE_FLAVOUR'].strip("'"),
+                           conf['CGE_KVER'].strip("'"), d.stat().st_mtime,
+                           json.loads(line[len('CGE-RESULT '):]))
+
+
+def rows(kind, runs_dir):
+    latest = {}
+    for flavour, kver, mtime, res in runs(runs_dir):
+        if kind == 'systime' and 's_systime' in res:
+            key, row = flavour, dict(res['s_systime'])
+        elif kind == 'rapl-emu' and 's_conservation_hw' in res:
+            d = res['s_detect']['info']
+            key = (flavour, d['domains'])
+            row = {'domains': d['domains'], 'packages': d['packages'],
+                   **{k: res[k] for k in ('s_conservation_hw', 's_wrap',
+                                          's_packages')}}
+        else:
+            continue
+        row.pop('seconds', None)
+        if key not in latest or latest[key][0] < mtime:
+            latest[key] = (mtime, {'flavour': flavour, 'kver': kver, **row})
+    return [r for _, r in sorted(latest.values(), key=lambda x: x[0])]
+
+
+def main():
+    kind = sys.argv[1]
+    runs_dir = Path(sys.argv[2]) if len(sys.argv) > 2 else \
+        REPO / '.build/vm-runs'
+    meta = {'date': time.strftime('%Y-%m-%d'),
+            'commit': git('rev-parse', '--short=12', 'HEAD')}
+    out = REPO / 'tests/results' / f'{kind}.jsonl'
+    with out.open('a') as f:
+        for r in rows(kind, runs_dir):
+            f.write(json.dumps({**meta, **r}) + '\n')
+            print(r['flavour'], r['kver'], file=sys.stderr)
+
+
+if __name__ == '__main__':
+    main()
