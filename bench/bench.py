@@ -34,6 +34,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / 'tests'))
+sys.path.insert(0, str(REPO / 'bench'))
+import treeinfo  # noqa: E402
 from vm import build, harness, kernels  # noqa: E402
 
 BENCH = REPO / 'bench'
@@ -327,8 +329,10 @@ def git_facts():
                            text=True)
         return r.stdout.strip() if r.returncode == 0 else None
     dirty = git('status', '--porcelain', '--', 'kmod', 'include', 'Kbuild')
+    t = treeinfo.tree_info()
     return {'commit': git('rev-parse', 'HEAD'),
-            'module_sources_modified': bool(dirty)}
+            'module_sources_modified': bool(dirty),
+            'clean': t['clean'], 'kmod_tree': t['kmod_tree']}
 
 
 def r3(x, n=3):

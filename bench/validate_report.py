@@ -129,8 +129,12 @@ def summary(results):
         verdict = {True: 'ok', False: 'FAIL'}.get(r.get('pass'), '')
         if 'cv' in r:
             verdict = f'CV {fmt(r["cv"])}%'
+        if r.get('check'):
+            verdict = f'{verdict} ({r["check"]})'.strip()
+        if r.get('not_run'):
+            verdict = r['not_run']
         rows.append((r['metric_name'], r['mode'], str(r['samples']),
-                     fmt(r['mse']), r['unit'], fmt(r['mape']),
+                     fmt(r['mse']), r.get('unit', ''), fmt(r['mape']),
                      ' '.join(limit), verdict))
     w = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     return '\n'.join('  '.join(c.ljust(w[i]) for i, c in enumerate(row))

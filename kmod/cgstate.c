@@ -16,6 +16,7 @@
 #include <linux/mutex.h>
 #include <linux/cgroup.h>
 #include <linux/bitops.h>
+#include <linux/overflow.h>
 
 #include "compat.h"
 #include "cgstate.h"
@@ -36,6 +37,11 @@ static LLIST_HEAD(cge_ovf_list);
 static struct kmem_cache *cge_rec_cache;
 static struct cge_rec *cge_root;
 static u64 cge_nr_records;
+/*
+ * Overflow accumulators per record: one per package the machine can have;
+ * a package beyond them (an underestimate) uses the first.
+ */
+static unsigned int cge_ovf_slots;
 
 u64 cge_root_cgid(void)
 {
@@ -174,6 +180,23 @@ void cge_rec_add(struct cge_rec *rec, const struct cge_delta *d)
 	}
 }
 
+/* Package @pkg's overflow accumulators (the first if it has none). */
+static struct cge_ovf *cge_rec_ovf(struct cge_rec *rec, unsigned int pkg)
+{
+	return &rec->ovf[pkg < cge_ovf_slots ? pkg : 0];
+}
+
+static bool cge_rec_ovf_pending(struct cge_rec *rec)
+{
+	unsigned int i;
+
+	for (i = 0; i < cge_ovf_slots; i++)
+		if (atomic64_read(&rec->ovf[i].ns) ||
+		    atomic_read(&rec->ovf[i].wakeups))
+			return true;
+	return false;
+}
+
 /**
  * cge_cgstate_overflow() - charge a cgroup the per-CPU cache had no room for
  * @cgid: cgroup id
@@ -181,6 +204,7 @@ void cge_rec_add(struct cge_rec *rec, const struct cge_delta *d)
  * @ns: CPU time
  * @bg_ns: the part of @ns at background QoS
  * @wakeups: wakeups
+ * @pkg: the package of the CPU it ran on, whose energy it is split with
  *
  * Called from the probe (runqueue lock held, IRQs off): RCU lookup and
  * atomics only. A cgroup without a record yet is charged to its parent's
@@ -189,9 +213,10 @@ void cge_rec_add(struct cge_rec *rec, const struct cge_delta *d)
  * Return: true if @cgid has a record of its own.
  */
 bool cge_cgstate_overflow(u64 cgid, u64 parent_cgid, u64 ns, u64 bg_ns,
-			  u32 wakeups)
+			  u32 wakeups, unsigned int pkg)
 {
 	struct cge_rec *rec, *own;
+	struct cge_ovf *o;
 
 	rcu_read_lock();
 	own = cge_rec_find(cgid);
@@ -200,9 +225,10 @@ bool cge_cgstate_overflow(u64 cgid, u64 parent_cgid, u64 ns, u64 bg_ns,
 		rec = cge_rec_find(parent_cgid);
 	if (!rec)
 		rec = cge_root;
-	atomic64_add(ns, &rec->ovf_ns);
-	atomic64_add(bg_ns, &rec->ovf_bg_ns);
-	atomic_add(wakeups, &rec->ovf_wakeups);
+	o = cge_rec_ovf(rec, pkg);
+	atomic64_add(ns, &o->ns);
+	atomic64_add(bg_ns, &o->bg_ns);
+	atomic_add(wakeups, &o->wakeups);
 	if (!test_and_set_bit(CGE_OVF_QUEUED, &rec->ovf_queued))
 		llist_add(&rec->ovf_node, &cge_ovf_list);
 	rcu_read_unlock();
@@ -212,23 +238,63 @@ bool cge_cgstate_overflow(u64 cgid, u64 parent_cgid, u64 ns, u64 bg_ns,
 /**
  * cge_cgstate_take_overflows() - records with overflow charges pending
  *
- * The caller walks the list with llist_for_each_entry_safe, calling
- * cge_rec_take_overflow() on each record.
+ * The sampler walks the list with llist_for_each_entry once per package,
+ * calling cge_rec_take_overflow() on each record, then hands it to
+ * cge_cgstate_overflows_done(). Until then the records stay marked queued:
+ * the probe adds charges to them without queueing them again.
  */
 struct llist_node *cge_cgstate_take_overflows(void)
 {
 	return llist_del_all(&cge_ovf_list);
 }
 
-/* Move @rec's overflow charges into its interval accumulators. */
-void cge_rec_take_overflow(struct cge_rec *rec)
+/**
+ * cge_rec_take_overflow() - move @rec's overflow charges on @pkg's CPUs
+ * into its interval accumulators
+ * @rec: a record from cge_cgstate_take_overflows()
+ * @pkg: the package being sampled
+ *
+ * Return: true if there were any.
+ */
+bool cge_rec_take_overflow(struct cge_rec *rec, unsigned int pkg)
 {
-	clear_bit(CGE_OVF_QUEUED, &rec->ovf_queued);
-	/* Clear before taking: a charge added after the take re-queues. */
-	smp_mb__after_atomic();
-	rec->acc_ns += atomic64_xchg(&rec->ovf_ns, 0);
-	rec->acc_bg_ns += atomic64_xchg(&rec->ovf_bg_ns, 0);
-	rec->acc_wakeups += atomic_xchg(&rec->ovf_wakeups, 0);
+	struct cge_ovf *o;
+	u64 bg, ns;
+	u32 wakeups;
+
+	/* Slot 0 holds the charges of packages beyond the slots. */
+	if (pkg >= cge_ovf_slots)
+		return false;
+	o = &rec->ovf[pkg];
+	/*
+	 * The probe adds ns before bg_ns: taking bg_ns first keeps a charge
+	 * that lands in between from giving more background than time.
+	 */
+	bg = atomic64_xchg(&o->bg_ns, 0);
+	ns = atomic64_xchg(&o->ns, 0);
+	wakeups = atomic_xchg(&o->wakeups, 0);
+	rec->acc_ns += ns;
+	rec->acc_bg_ns += bg;
+	rec->acc_wakeups += wakeups;
+	return ns || wakeups;
+}
+
+/*
+ * Done with the records of cge_cgstate_take_overflows(): unmark them, and
+ * queue again those the probe charged since their package was taken.
+ */
+void cge_cgstate_overflows_done(struct llist_node *first)
+{
+	struct cge_rec *rec, *tmp;
+
+	llist_for_each_entry_safe(rec, tmp, first, ovf_node) {
+		clear_bit(CGE_OVF_QUEUED, &rec->ovf_queued);
+		/* Clear before looking: a charge added after it queues. */
+		smp_mb__after_atomic();
+		if (cge_rec_ovf_pending(rec) &&
+		    !test_and_set_bit(CGE_OVF_QUEUED, &rec->ovf_queued))
+			llist_add(&rec->ovf_node, &cge_ovf_list);
+	}
 }
 
 static void cge_rec_free(struct cge_rec *rec)
@@ -257,7 +323,7 @@ void cge_cgstate_reap(void)
 	list_for_each_entry_safe(rec, tmp, &cge_grave, all) {
 		if (!poll_state_synchronize_rcu(rec->gp_cookie) ||
 		    test_bit(CGE_OVF_QUEUED, &rec->ovf_queued) ||
-		    atomic64_read(&rec->ovf_ns) || !list_empty(&rec->active))
+		    cge_rec_ovf_pending(rec) || !list_empty(&rec->active))
 			continue;
 		list_del(&rec->all);
 		cge_rec_free(rec);
@@ -310,9 +376,20 @@ void cge_cgstate_usage(u64 *records, u64 *bytes)
 	*bytes = cge_nr_records * kmem_cache_size(cge_rec_cache);
 }
 
-int cge_cgstate_init(void)
+/**
+ * cge_cgstate_init() - the record cache and the root's record
+ * @pkgs: how many packages the machine can have (overflow slots per record)
+ *
+ * Return: 0 or -ENOMEM.
+ */
+int cge_cgstate_init(unsigned int pkgs)
 {
-	cge_rec_cache = KMEM_CACHE(cge_rec, 0);
+	struct cge_rec *r = NULL;
+
+	cge_ovf_slots = max(pkgs, 1U);
+	cge_rec_cache = kmem_cache_create("cge_rec",
+					  struct_size(r, ovf, cge_ovf_slots),
+					  __alignof__(struct cge_rec), 0, NULL);
 	if (!cge_rec_cache)
 		return -ENOMEM;
 	mutex_lock(&cge_lock);

@@ -62,6 +62,13 @@ static inline bool cge_cgroup_online(struct cgroup *cgrp)
 	return READ_ONCE(cgrp->self.flags) & CSS_ONLINE;
 }
 
+/* Charges of one package's CPUs that their caches had no room for. */
+struct cge_ovf {
+	atomic64_t ns;
+	atomic64_t bg_ns;
+	atomic_t wakeups;
+};
+
 struct cge_rec {
 	struct hlist_node hnode;	/* cge_hash, RCU */
 	struct list_head all;		/* every record, cge_lock */
@@ -74,21 +81,20 @@ struct cge_rec {
 	unsigned int nr_children;
 	unsigned int dead_passes;
 	unsigned long gp_cookie;	/* RCU state when unhashed */
-	atomic64_t ovf_ns;		/* charges from the overflow path */
-	atomic64_t ovf_bg_ns;
-	atomic_t ovf_wakeups;
 	u64 acc_ns;			/* this interval, sampler only */
 	u64 acc_bg_ns;
 	u64 acc_wakeups;
 	u64 acc_core_uj;		/* per-core energy share (AMD) */
 	struct cge_stat st;		/* hierarchical totals, cge_lock */
+	/* charges from the overflow path, per package (topo.c) */
+	struct cge_ovf ovf[];
 };
 
 /* Held by the sampler for a whole sample and by readers of the totals. */
 extern struct mutex cge_lock;
 extern struct cge_root_stat cge_root_stat;
 
-int cge_cgstate_init(void);
+int cge_cgstate_init(unsigned int pkgs);
 void cge_cgstate_exit(void);
 
 struct cge_rec *cge_rec_root(void);
@@ -96,9 +102,10 @@ struct cge_rec *cge_rec_get(u64 cgid, u64 parent_cgid);
 struct cge_rec *cge_rec_find(u64 cgid);
 void cge_rec_add(struct cge_rec *rec, const struct cge_delta *d);
 bool cge_cgstate_overflow(u64 cgid, u64 parent_cgid, u64 ns, u64 bg_ns,
-			  u32 wakeups);
+			  u32 wakeups, unsigned int pkg);
 struct llist_node *cge_cgstate_take_overflows(void);
-void cge_rec_take_overflow(struct cge_rec *rec);
+bool cge_rec_take_overflow(struct cge_rec *rec, unsigned int pkg);
+void cge_cgstate_overflows_done(struct llist_node *first);
 void cge_cgstate_reap(void);
 bool cge_cgstate_read_locked(u64 cgid, struct cge_stat *out);
 u64 cge_root_cgid(void);

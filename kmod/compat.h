@@ -20,6 +20,7 @@
 #include <linux/rcupdate.h>
 #include <linux/workqueue.h>
 #include <asm/msr.h>
+#include <asm/topology.h>
 
 #if LINUX_VERSION_CODE < KERNEL_VERSION(6, 1, 0)
 #error "cgroup-energy needs Linux 6.1 or later (kernfs, cgroup and sched_switch interfaces it uses)"
@@ -127,6 +128,29 @@ static inline int cge_rdmsr_on_cpu(unsigned int cpu, u32 msr, u64 *val)
 	return rdmsrq_safe_on_cpu(cpu, msr, val);
 #else
 	return rdmsrl_safe_on_cpu(cpu, msr, val);
+#endif
+}
+
+/*
+ * A CPU's own energy status register, read on that CPU with IRQs off (the
+ * drain IPI): rdmsrl_safe() became rdmsrq_safe() in 6.16.
+ */
+static inline int cge_rdmsr_local(u32 msr, u64 *val)
+{
+#if CGE_HAVE_RDMSRQ
+	return rdmsrq_safe(msr, val);
+#else
+	return rdmsrl_safe(msr, val);
+#endif
+}
+
+/* topology_max_die_per_package() was renamed in 6.9. */
+static inline unsigned int cge_max_dies_per_package(void)
+{
+#if CGE_HAVE_MAX_DIES
+	return topology_max_dies_per_package();
+#else
+	return topology_max_die_per_package();
 #endif
 }
 

@@ -8,8 +8,11 @@
  * from a source that is not the module's probe: each CPU's busy time as the
  * kernel accounts it (kernel_cpustat, what /proc/stat shows), with per-CPU
  * idle and busy power set at load. It keeps what it emitted and what it
- * returned, per package and domain, in counter units, in debugfs
+ * returned, per package and domain, per core (AMD) and per CPU, in debugfs
  * (cgroup_energy_emu/truth), the reference the tests compare with.
+ *
+ * Like real parts, its counters restart from 0 when the system resumes
+ * from suspend; on request it faults reads or reads a domain as 0.
  *
  * The counters advance in steps of 2^(esu - 6) units: 15.625 mJ, a whole
  * number of µJ for every unit, so the module's µJ totals can be compared
@@ -31,6 +34,8 @@
 #include <linux/slab.h>
 #include <linux/string.h>
 #include <linux/math64.h>
+#include <linux/platform_device.h>
+#include <linux/pm.h>
 
 #include "emu.h"
 
@@ -41,6 +46,15 @@
 #define CGE_EMU_MSR_PP0		0x639
 #define CGE_EMU_MSR_PP1		0x641
 #define CGE_EMU_MSR_PSYS	0x64d
+/*
+ * AMD PPR for family 17h model 31h (pub. 55803), MSRC001_0299 RAPL_PWR_UNIT,
+ * MSRC001_029A CORE_ENERGY_STAT (per core), MSRC001_029B PKG_ENERGY_STAT;
+ * the kernel's arch/x86/events/rapl.c and drivers/powercap/intel_rapl_msr.c
+ * read the same.
+ */
+#define CGE_EMU_MSR_AMD_UNIT	0xc0010299
+#define CGE_EMU_MSR_AMD_CORE	0xc001029a
+#define CGE_EMU_MSR_AMD_PKG	0xc001029b
 
 enum cge_emu_dom {
 	CGE_EMU_PKG,
@@ -51,14 +65,6 @@ enum cge_emu_dom {
 	CGE_EMU_DOM_NR
 };
 
-static const u32 cge_emu_msr[CGE_EMU_DOM_NR] = {
-	[CGE_EMU_PKG] = CGE_EMU_MSR_PKG,
-	[CGE_EMU_PP0] = CGE_EMU_MSR_PP0,
-	[CGE_EMU_PP1] = CGE_EMU_MSR_PP1,
-	[CGE_EMU_DRAM] = CGE_EMU_MSR_DRAM,
-	[CGE_EMU_PSYS] = CGE_EMU_MSR_PSYS,
-};
-
 static const char * const cge_emu_dom_name[CGE_EMU_DOM_NR] = {
 	"package", "core", "uncore", "dram", "psys",
 };
@@ -66,9 +72,13 @@ static const char * const cge_emu_dom_name[CGE_EMU_DOM_NR] = {
 /**
  * struct cge_emu_profile - one kind of part
  * @name: emu_profile= value
- * @unit: the unit register's value
+ * @unit_msr: the unit register
+ * @unit: its value
+ * @msr: each domain's energy counter register
  * @esu: each domain's energy unit, 2^-esu J; 0: the domain is absent (its
  *	 register faults, as an unimplemented MSR does)
+ * @per_core: the core domain (PP0) has one counter per physical core
+ * @die_scope: one package counter set per die, not per package
  * @uncore_mw: package power beside the cores, of the first package; the
  *	       k-th (from 0) has k + 1 times that, so packages differ
  * @pp1_mw: uncore (PP1, graphics) power, per package
@@ -78,16 +88,32 @@ static const char * const cge_emu_dom_name[CGE_EMU_DOM_NR] = {
  */
 struct cge_emu_profile {
 	const char *name;
+	u32 unit_msr;
 	u64 unit;
+	u32 msr[CGE_EMU_DOM_NR];
 	u32 esu[CGE_EMU_DOM_NR];
+	bool per_core, die_scope;
 	u32 uncore_mw, pp1_mw, dram_mw, dram_busy_mw, platform_mw;
 };
 
+#define CGE_EMU_INTEL_MSRS { \
+	[CGE_EMU_PKG] = CGE_EMU_MSR_PKG, [CGE_EMU_PP0] = CGE_EMU_MSR_PP0, \
+	[CGE_EMU_PP1] = CGE_EMU_MSR_PP1, [CGE_EMU_DRAM] = CGE_EMU_MSR_DRAM, \
+	[CGE_EMU_PSYS] = CGE_EMU_MSR_PSYS }
+
 /*
- * Unit register 0xA0E03 (power 1/8 W, energy 2^-14 J, time 2^-10 s): the
- * value Intel's client and server parts since Sandy Bridge report (SDM
+ * Intel: unit register 0xA0E03 (power 1/8 W, energy 2^-14 J, time 2^-10 s):
+ * the value Intel's client and server parts since Sandy Bridge report (SDM
  * vol. 3B, 15.10.1; the kernel's intel_rapl_common.c decodes the same
- * fields).
+ * fields). Multi-die parts (Cascade Lake-AP) have a package counter set per
+ * die: the kernel's perf rapl.c and intel_rapl_common.c key them by
+ * topology_logical_die_id().
+ *
+ * AMD: unit register 0xA1003 (power 1/8 W, energy 2^-16 J, time 2^-10 s),
+ * its reset value in the PPR for family 17h model 31h (MSRC001_0299). The
+ * package counter is per package whatever the dies: the kernel's perf
+ * rapl.c scopes AMD and Hygon by package since "perf/x86/rapl: Fix the
+ * energy-pkg event for AMD CPUs" (v6.12), its die id being the CCD.
  */
 static const struct cge_emu_profile cge_emu_profiles[] = {
 	{
@@ -97,9 +123,11 @@ static const struct cge_emu_profile cge_emu_profiles[] = {
 		 * register's unit; no DRAM domain.
 		 */
 		.name = "intel-client",
-		.unit = 0xA0E03,
+		.unit_msr = CGE_EMU_MSR_UNIT, .unit = 0xA0E03,
+		.msr = CGE_EMU_INTEL_MSRS,
 		.esu = { [CGE_EMU_PKG] = 14, [CGE_EMU_PP0] = 14,
 			 [CGE_EMU_PP1] = 14, [CGE_EMU_PSYS] = 14 },
+		.die_scope = true,
 		.uncore_mw = 2000, .pp1_mw = 300, .platform_mw = 4000,
 	},
 	{
@@ -111,62 +139,218 @@ static const struct cge_emu_profile cge_emu_profiles[] = {
 		 * rapl.c and intel_rapl_common.c apply the same fixed unit).
 		 */
 		.name = "intel-server",
-		.unit = 0xA0E03,
+		.unit_msr = CGE_EMU_MSR_UNIT, .unit = 0xA0E03,
+		.msr = CGE_EMU_INTEL_MSRS,
 		.esu = { [CGE_EMU_PKG] = 14, [CGE_EMU_DRAM] = 16 },
+		.die_scope = true,
 		.uncore_mw = 15000, .dram_mw = 3000, .dram_busy_mw = 500,
+	},
+	{
+		/*
+		 * A Zen 2 EPYC (QEMU -cpu EPYC-Rome, family 17h model 31h):
+		 * a package counter and a counter per physical core (shared
+		 * by its SMT siblings), nothing else.
+		 */
+		.name = "amd-zen",
+		.unit_msr = CGE_EMU_MSR_AMD_UNIT, .unit = 0xA1003,
+		.msr = { [CGE_EMU_PKG] = CGE_EMU_MSR_AMD_PKG,
+			 [CGE_EMU_PP0] = CGE_EMU_MSR_AMD_CORE },
+		.esu = { [CGE_EMU_PKG] = 16, [CGE_EMU_PP0] = 16 },
+		.per_core = true,
+		.uncore_mw = 10000,
 	},
 };
 
 static char *emu_profile = "intel-client";
 module_param(emu_profile, charp, 0444);
-MODULE_PARM_DESC(emu_profile, "test build: emulated RAPL part (intel-client, intel-server)");
+MODULE_PARM_DESC(emu_profile, "test build: emulated RAPL part (intel-client, intel-server, amd-zen)");
 static unsigned int emu_idle_mw = 1000;
 module_param(emu_idle_mw, uint, 0444);
 MODULE_PARM_DESC(emu_idle_mw, "test build: emulated power of an idle CPU, mW");
 static unsigned int emu_busy_mw = 8000;
 module_param(emu_busy_mw, uint, 0444);
 MODULE_PARM_DESC(emu_busy_mw, "test build: emulated power of a busy CPU, mW");
+#define CGE_EMU_MAX_CPU_MW	256
+static unsigned int emu_cpu_busy_mw[CGE_EMU_MAX_CPU_MW];
+static int cge_emu_ncpu_mw;
+module_param_array(emu_cpu_busy_mw, uint, &cge_emu_ncpu_mw, 0444);
+MODULE_PARM_DESC(emu_cpu_busy_mw, "test build: emulated power of each busy CPU by CPU number, mW (default emu_busy_mw)");
 static unsigned int emu_scale = 1;
 module_param(emu_scale, uint, 0444);
 MODULE_PARM_DESC(emu_scale, "test build: multiply all emulated power (fast counter wraps), 1-10000");
+static char *emu_zero;
+module_param(emu_zero, charp, 0444);
+MODULE_PARM_DESC(emu_zero, "test build: this domain's register reads 0 (package, core, uncore, dram, psys)");
+static unsigned int emu_fail_every;
+module_param(emu_fail_every, uint, 0444);
+MODULE_PARM_DESC(emu_fail_every, "test build: every N-th energy counter read fails with -EIO (0: none)");
 
 #define CGE_EMU_MAX_PKG		8
+#define CGE_EMU_MAX_MW		100000
 #define CGE_EMU_MAX_SCALE	10000
 /* Counters start near the top, as on a machine up for a while: they wrap. */
 #define CGE_EMU_START		0xF0000000ULL
+#define CGE_EMU_RAW_MASK	0xffffffffULL
 /* pJ per joule over 2^12: 1e12 = 2^12 * 5^12 */
 #define CGE_EMU_5_12		244140625ULL
 
+/**
+ * struct cge_emu_ctr - one energy counter register
+ * @units: emitted since load, whole units, unwrapped (from CGE_EMU_START)
+ * @rem: emitted below a unit, in 2^(esu-12) pJ
+ * @read: @units at the last good read, rounded down to the counter step
+ * @reads: good reads
+ * @base: @units at the last restart, rounded down to the step; the
+ *	  register holds (@read - @base) mod 2^32
+ * @restarts: restarts at resume
+ * @gap_from: @read before a restart not yet followed by a read
+ * @gap_open: @gap_from is set
+ * @gap: units between the last read before each restart and the first read
+ *	 after it, summed
+ * @failed: reads that faulted by emu_fail_every
+ */
 struct cge_emu_ctr {
-	u64 units;		/* emitted, whole units, unwrapped */
-	u64 rem;		/* emitted below a unit, in 2^(esu-12) pJ */
-	u64 read;		/* the value last returned, unwrapped */
-	u64 reads;
+	u64 units, rem, read, reads, base;
+	u64 restarts, gap_from, gap, failed;
+	bool gap_open;
 };
 
+/**
+ * struct cge_emu_pkg - the counters of one package (or die, @die_scope)
+ * @id: topology_physical_package_id()
+ * @die: topology_die_id() if the profile is die-scoped, else 0
+ * @ctr: its counters, by domain (PSYS: cge_emu_psys)
+ */
+struct cge_emu_pkg {
+	int id, die;
+	struct cge_emu_ctr ctr[CGE_EMU_DOM_NR];
+};
+
+/**
+ * struct cge_emu_core - the counter of one physical core (@per_core)
+ * @pkg: its package, an index in cge_emu_pkgs
+ * @die: topology_die_id()
+ * @id: topology_core_id()
+ * @first: its lowest CPU number seen so far
+ * @remote: reads made on a CPU that is not one of its own
+ * @ctr: the counter
+ */
+struct cge_emu_core {
+	int pkg, die, id;
+	unsigned int first;
+	u64 remote;
+	struct cge_emu_ctr ctr;
+};
+
+/**
+ * struct cge_emu_cpu - what the emulator knows of one CPU
+ * @pkg: its package, an index in cge_emu_pkgs; -1 before it was first seen
+ *	 online
+ * @core: its core, an index in cge_emu_cores (@per_core)
+ * @busy_mw: its busy power
+ * @busy_ns: kernel_cpustat busy time at the last advance
+ * @busy_total: busy time since it was first seen
+ * @uj: its energy (idle and dynamic, scaled) since it was first seen, µJ
+ * @pj_rem: the part of it below a µJ, pJ
+ */
 struct cge_emu_cpu {
-	u64 busy_ns;
-	bool seen;
+	int pkg, core;
+	u32 busy_mw;
+	u64 busy_ns, busy_total, uj, pj_rem;
 };
 
 static const struct cge_emu_profile *cge_emu_p;
-static DEFINE_SPINLOCK(cge_emu_lock);
-static struct cge_emu_ctr cge_emu_ctr[CGE_EMU_MAX_PKG][CGE_EMU_DOM_NR];
-static int cge_emu_pkg_id[CGE_EMU_MAX_PKG];
+static int cge_emu_zero_dom = -1;
+/*
+ * raw: AMD core counters are read in the drain IPI, hardirq even on RT.
+ * Each read brings every online CPU up to date under it, IRQs off: fine
+ * for a test build of a few CPUs, not for production.
+ */
+static DEFINE_RAW_SPINLOCK(cge_emu_lock);
+/* packages in the order they were first seen */
+static struct cge_emu_pkg cge_emu_pkgs[CGE_EMU_MAX_PKG];
 static unsigned int cge_emu_npkg;
+static struct cge_emu_ctr cge_emu_psys;
+static struct cge_emu_core *cge_emu_cores;
+static unsigned int cge_emu_ncore;
 static struct cge_emu_cpu *cge_emu_cpus;
 static u64 cge_emu_last_ns;
+static u64 cge_emu_counter_reads;
 static struct dentry *cge_emu_dir;
+static struct platform_device *cge_emu_pdev;
 
-static int cge_emu_pkg(unsigned int cpu)
+static void cge_emu_ctr_init(struct cge_emu_ctr *c)
 {
-	int id = topology_physical_package_id(cpu);
-	unsigned int p;
+	memset(c, 0, sizeof(*c));
+	c->units = CGE_EMU_START;
+	c->read = CGE_EMU_START;
+}
 
-	for (p = 0; p < cge_emu_npkg; p++)
-		if (cge_emu_pkg_id[p] == id)
-			return p;
-	return -1;
+/* The slot of package (@id, @die), appended if new; -1 if full. */
+static int cge_emu_pkg_slot(int id, int die)
+{
+	unsigned int k;
+	int d;
+
+	for (k = 0; k < cge_emu_npkg; k++)
+		if (cge_emu_pkgs[k].id == id && cge_emu_pkgs[k].die == die)
+			return k;
+	if (cge_emu_npkg == CGE_EMU_MAX_PKG) {
+		pr_warn_once("more than %u packages: the others have no counters\n",
+			     CGE_EMU_MAX_PKG);
+		return -1;
+	}
+	/* appended: a package keeps its number, and its uncore power */
+	cge_emu_npkg++;
+	cge_emu_pkgs[k].id = id;
+	cge_emu_pkgs[k].die = die;
+	for (d = 0; d < CGE_EMU_DOM_NR; d++)
+		cge_emu_ctr_init(&cge_emu_pkgs[k].ctr[d]);
+	return k;
+}
+
+/* The slot of @cpu's physical core, added if new. */
+static int cge_emu_core_slot(unsigned int cpu, int pkg)
+{
+	int die = topology_die_id(cpu), id = topology_core_id(cpu);
+	struct cge_emu_core *co;
+	unsigned int i;
+
+	for (i = 0; i < cge_emu_ncore; i++) {
+		co = &cge_emu_cores[i];
+		if (co->pkg == pkg && co->die == die && co->id == id) {
+			co->first = min(co->first, cpu);
+			return i;
+		}
+	}
+	co = &cge_emu_cores[cge_emu_ncore];
+	co->pkg = pkg;
+	co->die = die;
+	co->id = id;
+	co->first = cpu;
+	co->remote = 0;
+	cge_emu_ctr_init(&co->ctr);
+	return cge_emu_ncore++;
+}
+
+/*
+ * @cpu is online for the first time since load: its package and core from
+ * its topology now (a CPU offline at load counts in its real package).
+ */
+static void cge_emu_see(unsigned int cpu, u64 busy)
+{
+	struct cge_emu_cpu *c = &cge_emu_cpus[cpu];
+	int die = cge_emu_p->die_scope ? topology_die_id(cpu) : 0;
+	int pk = cge_emu_pkg_slot(topology_physical_package_id(cpu), die);
+
+	if (pk < 0)
+		return;
+	c->pkg = pk;
+	if (cge_emu_p->per_core)
+		c->core = cge_emu_core_slot(cpu, pk);
+	c->busy_mw = (int)cpu < cge_emu_ncpu_mw ? emu_cpu_busy_mw[cpu] :
+		     emu_busy_mw;
+	c->busy_ns = busy;
 }
 
 /* The kernel's busy time of @cpu: everything /proc/stat does not call idle. */
@@ -194,122 +378,322 @@ static void cge_emu_emit(struct cge_emu_ctr *c, u32 esu, u64 pj)
 	}
 }
 
+/*
+ * @cpu's energy over the last @dt ns: into its own total and its core's
+ * counter; returns it unscaled, its busy time in @busy.
+ */
+static u64 cge_emu_cpu_advance(unsigned int cpu, u64 dt, u64 *busy)
+{
+	struct cge_emu_cpu *c = &cge_emu_cpus[cpu];
+	u64 now = cge_emu_busy_ns(cpu), b, pj;
+	u32 rem;
+
+	*busy = 0;
+	if (c->pkg < 0)
+		return 0;
+	/*
+	 * Busy time beyond the interval (a tick of 1/HZ landing in the short
+	 * gap between two reads) is carried to the next, not dropped: over
+	 * time the CPU draws its busy power for all of its busy time.
+	 */
+	b = min(now - c->busy_ns, dt);
+	c->busy_ns += b;
+	c->busy_total += b;
+	pj = (u64)emu_idle_mw * dt + (u64)(c->busy_mw - emu_idle_mw) * b;
+	c->uj += div_u64_rem(pj * emu_scale + c->pj_rem, 1000000, &rem);
+	c->pj_rem = rem;
+	if (cge_emu_p->per_core)
+		cge_emu_emit(&cge_emu_cores[c->core].ctr,
+			     cge_emu_p->esu[CGE_EMU_PP0], pj * emu_scale);
+	*busy = b;
+	return pj;
+}
+
+/* Package @k's energy over @dt ns, its CPUs' @cpu_pj and @busy ns in it. */
+static void cge_emu_pkg_advance(unsigned int k, u64 dt, u64 cpu_pj, u64 busy)
+{
+	const struct cge_emu_profile *p = cge_emu_p;
+	struct cge_emu_ctr *c = cge_emu_pkgs[k].ctr;
+
+	cge_emu_emit(&c[CGE_EMU_PKG], p->esu[CGE_EMU_PKG],
+		     (cpu_pj + (u64)p->uncore_mw * (k + 1) * dt) * emu_scale);
+	if (p->esu[CGE_EMU_PP0] && !p->per_core)
+		cge_emu_emit(&c[CGE_EMU_PP0], p->esu[CGE_EMU_PP0],
+			     cpu_pj * emu_scale);
+	if (p->esu[CGE_EMU_PP1])
+		cge_emu_emit(&c[CGE_EMU_PP1], p->esu[CGE_EMU_PP1],
+			     (u64)p->pp1_mw * dt * emu_scale);
+	if (p->esu[CGE_EMU_DRAM])
+		cge_emu_emit(&c[CGE_EMU_DRAM], p->esu[CGE_EMU_DRAM],
+			     ((u64)p->dram_mw * dt +
+			      (u64)p->dram_busy_mw * busy) * emu_scale);
+}
+
 /* Energy of everything since the last call, into the counters. */
 static void cge_emu_advance(void)
 {
 	const struct cge_emu_profile *p = cge_emu_p;
-	u64 now = ktime_get_ns(), dt, busy, b, total_pkg = 0;
 	u64 cpu_pj[CGE_EMU_MAX_PKG] = { 0 }, busy_ns[CGE_EMU_MAX_PKG] = { 0 };
-	u32 d_mw = emu_busy_mw - emu_idle_mw;
+	u64 now = ktime_get_ns(), dt, pj, b, total_pkg = 0;
 	unsigned int cpu, k;
 	int pk;
 
 	dt = now - cge_emu_last_ns;
 	cge_emu_last_ns = now;
 	for_each_online_cpu(cpu) {
-		pk = cge_emu_pkg(cpu);
-		busy = cge_emu_busy_ns(cpu);
-		if (pk < 0 || !cge_emu_cpus[cpu].seen) {
-			cge_emu_cpus[cpu].busy_ns = busy;
-			cge_emu_cpus[cpu].seen = true;
-			continue;
+		pj = cge_emu_cpu_advance(cpu, dt, &b);
+		pk = cge_emu_cpus[cpu].pkg;
+		if (pk >= 0) {
+			cpu_pj[pk] += pj;
+			busy_ns[pk] += b;
 		}
-		b = min(busy - cge_emu_cpus[cpu].busy_ns, dt);
-		cge_emu_cpus[cpu].busy_ns = busy;
-		busy_ns[pk] += b;
-		cpu_pj[pk] += (u64)emu_idle_mw * dt + (u64)d_mw * b;
 	}
+	/* new CPUs count from the next call (a new package moves the slots) */
+	for_each_online_cpu(cpu)
+		if (cge_emu_cpus[cpu].pkg < 0)
+			cge_emu_see(cpu, cge_emu_busy_ns(cpu));
 	for (k = 0; k < cge_emu_npkg; k++) {
-		struct cge_emu_ctr *c = cge_emu_ctr[k];
-		u64 pkg = cpu_pj[k] + (u64)p->uncore_mw * (k + 1) * dt;
-
-		total_pkg += pkg;
-		cge_emu_emit(&c[CGE_EMU_PKG], p->esu[CGE_EMU_PKG],
-			     pkg * emu_scale);
-		if (p->esu[CGE_EMU_PP0])
-			cge_emu_emit(&c[CGE_EMU_PP0], p->esu[CGE_EMU_PP0],
-				     cpu_pj[k] * emu_scale);
-		if (p->esu[CGE_EMU_PP1])
-			cge_emu_emit(&c[CGE_EMU_PP1], p->esu[CGE_EMU_PP1],
-				     (u64)p->pp1_mw * dt * emu_scale);
-		if (p->esu[CGE_EMU_DRAM])
-			cge_emu_emit(&c[CGE_EMU_DRAM], p->esu[CGE_EMU_DRAM],
-				     ((u64)p->dram_mw * dt +
-				      (u64)p->dram_busy_mw * busy_ns[k]) *
-				     emu_scale);
+		cge_emu_pkg_advance(k, dt, cpu_pj[k], busy_ns[k]);
+		total_pkg += cpu_pj[k] + (u64)p->uncore_mw * (k + 1) * dt;
 	}
 	/* The platform: every package, the uncore, the rest of the board. */
 	if (p->esu[CGE_EMU_PSYS])
-		cge_emu_emit(&cge_emu_ctr[0][CGE_EMU_PSYS], p->esu[CGE_EMU_PSYS],
+		cge_emu_emit(&cge_emu_psys, p->esu[CGE_EMU_PSYS],
 			     (total_pkg + (u64)(p->pp1_mw * cge_emu_npkg +
 						p->platform_mw) * dt) *
 			     emu_scale);
 }
 
+/* The counter register @msr as read on @cpu, its domain in @dom. */
+static struct cge_emu_ctr *cge_emu_find(unsigned int cpu, u32 msr, int *dom)
+{
+	const struct cge_emu_profile *p = cge_emu_p;
+	struct cge_emu_cpu *c = &cge_emu_cpus[cpu];
+	int d;
+
+	for (d = 0; d < CGE_EMU_DOM_NR; d++)
+		if (p->msr[d] == msr && p->esu[d])
+			break;
+	*dom = d;
+	if (d == CGE_EMU_PSYS)
+		return &cge_emu_psys;
+	if (d == CGE_EMU_DOM_NR || c->pkg < 0)
+		return NULL;
+	if (d == CGE_EMU_PP0 && p->per_core)
+		return &cge_emu_cores[c->core].ctr;
+	return &cge_emu_pkgs[c->pkg].ctr[d];
+}
+
+/* A read of @c; every emu_fail_every-th read faults, returning nothing. */
+static int cge_emu_read(struct cge_emu_ctr *c, u32 esu, u64 *val)
+{
+	if (emu_fail_every && ++cge_emu_counter_reads % emu_fail_every == 0) {
+		c->failed++;
+		return -EIO;
+	}
+	c->read = round_down(c->units, 1ULL << (esu - 6));
+	c->reads++;
+	if (c->gap_open) {
+		c->gap += c->read - c->gap_from;
+		c->gap_open = false;
+	}
+	*val = (c->read - c->base) & CGE_EMU_RAW_MASK;
+	return 0;
+}
+
+/* A read of the per-core counter @c made on another core wakes it. */
+static void cge_emu_count_remote(struct cge_emu_ctr *c)
+{
+	unsigned int me = raw_smp_processor_id();
+	struct cge_emu_core *co = container_of(c, struct cge_emu_core, ctr);
+
+	if (cge_emu_cpus[me].pkg < 0 ||
+	    &cge_emu_cores[cge_emu_cpus[me].core] != co)
+		co->remote++;
+}
+
 /**
  * cge_emu_rdmsr - read an emulated RAPL register
- * @cpu: the CPU it is read on (its package's counters)
+ * @cpu: the CPU it is read on (its package's and core's counters)
  * @msr: the register
  * @val: its value
  *
- * Return: 0, or -EIO for a register the profile does not have (real parts
- * fault on it).
+ * Return: 0, -ENXIO if @cpu is offline, or -EIO for a register the profile
+ * does not have (real parts fault on it) or a read that emu_fail_every
+ * faults.
  */
 int cge_emu_rdmsr(unsigned int cpu, u32 msr, u64 *val)
 {
 	const struct cge_emu_profile *p = cge_emu_p;
 	struct cge_emu_ctr *c;
 	unsigned long flags;
-	int d, pk;
+	int d, ret = -EIO;
 
-	if (msr == CGE_EMU_MSR_UNIT) {
+	/* rdmsr_safe_on_cpu() cannot run on an offline CPU */
+	if (!cpu_online(cpu))
+		return -ENXIO;
+	if (msr == p->unit_msr) {
 		*val = p->unit;
 		return 0;
 	}
-	for (d = 0; d < CGE_EMU_DOM_NR; d++)
-		if (cge_emu_msr[d] == msr && p->esu[d])
-			break;
-	pk = d == CGE_EMU_PSYS ? 0 : cge_emu_pkg(cpu);
-	if (d == CGE_EMU_DOM_NR || pk < 0)
-		return -EIO;
-	spin_lock_irqsave(&cge_emu_lock, flags);
+	raw_spin_lock_irqsave(&cge_emu_lock, flags);
 	cge_emu_advance();
-	c = &cge_emu_ctr[pk][d];
-	c->read = round_down(c->units, 1ULL << (p->esu[d] - 6));
-	c->reads++;
-	*val = c->read & 0xffffffffULL;
-	spin_unlock_irqrestore(&cge_emu_lock, flags);
-	return 0;
+	c = cge_emu_find(cpu, msr, &d);
+	if (c && d == CGE_EMU_PP0 && p->per_core)
+		cge_emu_count_remote(c);
+	if (c && d == cge_emu_zero_dom) {
+		*val = 0;
+		ret = 0;
+	} else if (c) {
+		ret = cge_emu_read(c, p->esu[d], val);
+	}
+	raw_spin_unlock_irqrestore(&cge_emu_lock, flags);
+	return ret;
 }
 
-static int cge_emu_truth_show(struct seq_file *m, void *v)
+/* After resume: the counter starts again from 0 at its last whole step. */
+static void cge_emu_restart(struct cge_emu_ctr *c, u32 esu)
+{
+	c->base = round_down(c->units, 1ULL << (esu - 6));
+	c->restarts++;
+	if (!c->gap_open) {
+		c->gap_from = c->read;
+		c->gap_open = true;
+	}
+}
+
+/*
+ * Resume, before tasks thaw, in both suspend to idle and to RAM: every
+ * counter restarts, after the energy up to now went in.
+ */
+static int cge_emu_resume_noirq(struct device *dev)
 {
 	const struct cge_emu_profile *p = cge_emu_p;
 	unsigned long flags;
+	unsigned int k, i;
+	int d;
+
+	raw_spin_lock_irqsave(&cge_emu_lock, flags);
+	cge_emu_advance();
+	for (d = 0; d < CGE_EMU_DOM_NR; d++) {
+		if (!p->esu[d])
+			continue;
+		for (k = 0; k < cge_emu_npkg; k++)
+			cge_emu_restart(&cge_emu_pkgs[k].ctr[d], p->esu[d]);
+		if (d == CGE_EMU_PSYS)
+			cge_emu_restart(&cge_emu_psys, p->esu[d]);
+		for (i = 0; d == CGE_EMU_PP0 && i < cge_emu_ncore; i++)
+			cge_emu_restart(&cge_emu_cores[i].ctr, p->esu[d]);
+	}
+	raw_spin_unlock_irqrestore(&cge_emu_lock, flags);
+	return 0;
+}
+
+static const struct dev_pm_ops cge_emu_pm_ops = {
+	.resume_noirq = cge_emu_resume_noirq,
+};
+
+static struct platform_driver cge_emu_driver = {
+	.driver = {
+		.name = "cgroup_energy_emu",
+		.pm = &cge_emu_pm_ops,
+	},
+};
+
+static void cge_emu_show_ctr(struct seq_file *m, struct cge_emu_ctr *c)
+{
+	seq_printf(m, "emitted %llu read %llu reads %llu", c->units, c->read,
+		   c->reads);
+}
+
+static void cge_emu_show_faults(struct seq_file *m, struct cge_emu_ctr *c)
+{
+	seq_printf(m, " restarts %llu gap %llu failed %llu\n", c->restarts,
+		   c->gap, c->failed);
+}
+
+/* The package counters a reader can see: present and not read as 0. */
+static void cge_emu_show_pkgs(struct seq_file *m)
+{
+	const struct cge_emu_profile *p = cge_emu_p;
+	struct cge_emu_ctr *c;
 	unsigned int k;
 	int d;
 
-	spin_lock_irqsave(&cge_emu_lock, flags);
-	seq_printf(m, "profile %s\n", p->name);
 	for (k = 0; k < cge_emu_npkg; k++)
 		for (d = 0; d < CGE_EMU_DOM_NR; d++) {
-			struct cge_emu_ctr *c = &cge_emu_ctr[k][d];
-
-			if (!p->esu[d] || (d == CGE_EMU_PSYS && k))
+			if (!p->esu[d] || d == cge_emu_zero_dom ||
+			    (d == CGE_EMU_PP0 && p->per_core) ||
+			    (d == CGE_EMU_PSYS && k))
 				continue;
-			seq_printf(m, "pkg %u %s esu %u emitted %llu read %llu reads %llu\n",
-				   k, cge_emu_dom_name[d], p->esu[d], c->units,
-				   c->read, c->reads);
+			c = d == CGE_EMU_PSYS ? &cge_emu_psys :
+			    &cge_emu_pkgs[k].ctr[d];
+			seq_printf(m, "pkg %u %s esu %u ", k,
+				   cge_emu_dom_name[d], p->esu[d]);
+			cge_emu_show_ctr(m, c);
+			cge_emu_show_faults(m, c);
 		}
-	spin_unlock_irqrestore(&cge_emu_lock, flags);
+}
+
+/* The per-core counters, by their lowest CPU number. */
+static void cge_emu_show_cores(struct seq_file *m)
+{
+	struct cge_emu_core *co;
+	unsigned int cpu;
+
+	if (!cge_emu_p->per_core || cge_emu_zero_dom == CGE_EMU_PP0)
+		return;
+	for_each_possible_cpu(cpu) {
+		if (cge_emu_cpus[cpu].pkg < 0)
+			continue;
+		co = &cge_emu_cores[cge_emu_cpus[cpu].core];
+		if (co->first != cpu)
+			continue;
+		seq_printf(m, "core %u esu %u ", cpu,
+			   cge_emu_p->esu[CGE_EMU_PP0]);
+		cge_emu_show_ctr(m, &co->ctr);
+		seq_printf(m, " remote %llu", co->remote);
+		cge_emu_show_faults(m, &co->ctr);
+	}
+}
+
+/*
+ * debugfs cgroup_energy_emu/truth, as of now (counters in units, unwrapped;
+ * packages numbered in the order their first CPU was seen online):
+ *   profile NAME
+ *   pkg K DOMAIN esu E emitted X read Y reads Z restarts R gap G failed F
+ *   core C esu E emitted X read Y reads Z remote M restarts R gap G failed F
+ *   cpu N pkg K busy_ns B uj U
+ * core: per-core counters, C its lowest CPU; cpu: each online CPU's busy
+ * time and energy (idle and dynamic, scaled) since it was first seen.
+ */
+static int cge_emu_truth_show(struct seq_file *m, void *v)
+{
+	struct cge_emu_cpu *c;
+	unsigned long flags;
+	unsigned int cpu;
+
+	raw_spin_lock_irqsave(&cge_emu_lock, flags);
+	cge_emu_advance();
+	seq_printf(m, "profile %s\n", cge_emu_p->name);
+	cge_emu_show_pkgs(m);
+	cge_emu_show_cores(m);
+	for_each_online_cpu(cpu) {
+		c = &cge_emu_cpus[cpu];
+		if (c->pkg >= 0)
+			seq_printf(m, "cpu %u pkg %d busy_ns %llu uj %llu\n",
+				   cpu, c->pkg, c->busy_total, c->uj);
+	}
+	raw_spin_unlock_irqrestore(&cge_emu_lock, flags);
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(cge_emu_truth);
 
-int cge_emu_init(void)
+/* The parameters: a profile, powers in range, a known domain to zero. */
+static int cge_emu_params(void)
 {
-	unsigned int cpu, i, k;
-	int id, d;
+	unsigned int i;
+	int d;
 
 	for (i = 0; i < ARRAY_SIZE(cge_emu_profiles); i++)
 		if (!strcmp(emu_profile, cge_emu_profiles[i].name))
@@ -318,29 +702,71 @@ int cge_emu_init(void)
 		pr_err("emu_profile=%s: no such profile\n", emu_profile);
 		return -EINVAL;
 	}
-	if (emu_busy_mw < emu_idle_mw || emu_busy_mw > 100000 || !emu_scale ||
-	    emu_scale > CGE_EMU_MAX_SCALE) {
-		pr_err("emu_idle_mw <= emu_busy_mw <= 100000 and 1 <= emu_scale <= %u\n",
-		       CGE_EMU_MAX_SCALE);
+	if (emu_busy_mw < emu_idle_mw || emu_busy_mw > CGE_EMU_MAX_MW ||
+	    !emu_scale || emu_scale > CGE_EMU_MAX_SCALE) {
+		pr_err("emu_idle_mw <= emu_busy_mw <= %u and 1 <= emu_scale <= %u\n",
+		       CGE_EMU_MAX_MW, CGE_EMU_MAX_SCALE);
 		return -EINVAL;
 	}
-	cge_emu_cpus = kcalloc(nr_cpu_ids, sizeof(*cge_emu_cpus), GFP_KERNEL);
-	if (!cge_emu_cpus)
-		return -ENOMEM;
-	for_each_possible_cpu(cpu) {
-		id = topology_physical_package_id(cpu);
-		for (k = 0; k < cge_emu_npkg && cge_emu_pkg_id[k] != id; k++)
-			;
-		if (k == cge_emu_npkg && k < CGE_EMU_MAX_PKG)
-			cge_emu_pkg_id[cge_emu_npkg++] = id;
-	}
-	for (k = 0; k < cge_emu_npkg; k++)
-		for (d = 0; d < CGE_EMU_DOM_NR; d++) {
-			cge_emu_ctr[k][d].units = CGE_EMU_START;
-			cge_emu_ctr[k][d].read = CGE_EMU_START;
+	for (i = 0; i < (unsigned int)cge_emu_ncpu_mw; i++)
+		if (emu_cpu_busy_mw[i] < emu_idle_mw ||
+		    emu_cpu_busy_mw[i] > CGE_EMU_MAX_MW) {
+			pr_err("emu_cpu_busy_mw: CPU %u: %u mW is not in emu_idle_mw (%u) to %u\n",
+			       i, emu_cpu_busy_mw[i], emu_idle_mw,
+			       CGE_EMU_MAX_MW);
+			return -EINVAL;
 		}
+	if (!emu_zero)
+		return 0;
+	d = match_string(cge_emu_dom_name, CGE_EMU_DOM_NR, emu_zero);
+	if (d < 0) {
+		pr_err("emu_zero=%s: not a domain (package, core, uncore, dram, psys)\n",
+		       emu_zero);
+		return -EINVAL;
+	}
+	cge_emu_zero_dom = d;
+	return 0;
+}
+
+/* The device whose resume restarts the counters. */
+static int cge_emu_register_pm(void)
+{
+	int ret = platform_driver_register(&cge_emu_driver);
+
+	if (ret)
+		return ret;
+	cge_emu_pdev = platform_device_register_simple(cge_emu_driver.driver.name,
+						       PLATFORM_DEVID_NONE,
+						       NULL, 0);
+	if (IS_ERR(cge_emu_pdev)) {
+		platform_driver_unregister(&cge_emu_driver);
+		return PTR_ERR(cge_emu_pdev);
+	}
+	return 0;
+}
+
+int cge_emu_init(void)
+{
+	unsigned int cpu;
+	int ret = cge_emu_params();
+
+	if (ret)
+		return ret;
+	cge_emu_cpus = kcalloc(nr_cpu_ids, sizeof(*cge_emu_cpus), GFP_KERNEL);
+	cge_emu_cores = kcalloc(nr_cpu_ids, sizeof(*cge_emu_cores),
+				GFP_KERNEL);
+	if (!cge_emu_cpus || !cge_emu_cores) {
+		ret = -ENOMEM;
+		goto err;
+	}
+	for_each_possible_cpu(cpu)
+		cge_emu_cpus[cpu].pkg = -1;
+	cge_emu_ctr_init(&cge_emu_psys);
 	cge_emu_last_ns = ktime_get_ns();
 	cge_emu_advance();
+	ret = cge_emu_register_pm();
+	if (ret)
+		goto err;
 	/* energy from no real counter: say so in the kernel's taint flags */
 	add_taint(TAINT_TEST, LOCKDEP_STILL_OK);
 	cge_emu_dir = debugfs_create_dir("cgroup_energy_emu", NULL);
@@ -350,10 +776,17 @@ int cge_emu_init(void)
 		cge_emu_p->name, cge_emu_npkg, emu_idle_mw, emu_busy_mw,
 		emu_scale);
 	return 0;
+err:
+	kfree(cge_emu_cores);
+	kfree(cge_emu_cpus);
+	return ret;
 }
 
 void cge_emu_exit(void)
 {
 	debugfs_remove_recursive(cge_emu_dir);
+	platform_device_unregister(cge_emu_pdev);
+	platform_driver_unregister(&cge_emu_driver);
+	kfree(cge_emu_cores);
 	kfree(cge_emu_cpus);
 }

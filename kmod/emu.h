@@ -7,6 +7,7 @@
 #define CGE_EMU_H
 
 #include <linux/types.h>
+#include <linux/smp.h>
 
 #include "compat.h"
 
@@ -14,6 +15,12 @@
 int cge_emu_init(void);
 void cge_emu_exit(void);
 int cge_emu_rdmsr(unsigned int cpu, u32 msr, u64 *val);
+
+/* The register of the CPU this runs on (IRQs off). */
+static inline int cge_emu_rdmsr_local(u32 msr, u64 *val)
+{
+	return cge_emu_rdmsr(raw_smp_processor_id(), msr, val);
+}
 #else
 static inline int cge_emu_init(void)
 {
@@ -27,6 +34,11 @@ static inline void cge_emu_exit(void)
 static inline int cge_emu_rdmsr(unsigned int cpu, u32 msr, u64 *val)
 {
 	return cge_rdmsr_on_cpu(cpu, msr, val);
+}
+
+static inline int cge_emu_rdmsr_local(u32 msr, u64 *val)
+{
+	return cge_rdmsr_local(msr, val);
 }
 #endif
 

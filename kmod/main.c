@@ -13,6 +13,7 @@
 #include "cgroup_energy.h"
 #include "cgstate.h"
 #include "sampler.h"
+#include "topo.h"
 #include "probe.h"
 #include "fs.h"
 #include "gone.h"
@@ -33,7 +34,7 @@ static int __init cge_init(void)
 	if (ret)
 		goto err_emu;
 	cge_gone_init();
-	ret = cge_cgstate_init();
+	ret = cge_cgstate_init(cge_topo_max_pkgs());
 	if (ret)
 		goto err_gone;
 	ret = cge_sampler_init();

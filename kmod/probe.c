@@ -23,6 +23,7 @@
 #include "compat.h"
 #include "probe.h"
 #include "cgstate.h"
+#include "topo.h"
 
 struct cge_cpu {
 	bool tracking;		/* CPU online: charge its time */
@@ -135,7 +136,8 @@ static void cge_charge(struct cge_cpu *c, struct task_struct *p, u64 cgid,
 	}
 	if (unlikely(s->nr == CGE_SLOTS)) {
 		c->overflows++;
-		if (!cge_cgstate_overflow(cgid, parent, ns, bg_ns, wakeups))
+		if (!cge_cgstate_overflow(cgid, parent, ns, bg_ns, wakeups,
+					  cge_topo_pkg(smp_processor_id())))
 			cge_want(s, cgid, parent);
 		return;
 	}
@@ -320,13 +322,18 @@ static void cge_take(struct cge_cpu *c, struct cge_cpu_sample *out)
 }
 
 /* IPI: on the CPU itself, IRQs off, so the probe cannot interleave. */
-static void cge_drain_local(void *out)
+static void cge_drain_local(void *arg)
 {
 	struct cge_cpu *c = this_cpu_ptr(cge_cpus);
+	struct cge_drain *dr = arg;
 
 	if (c->tracking)
 		cge_close_interval(c);
-	cge_take(c, out);
+	cge_take(c, dr->out);
+	if (dr->read_local) {
+		dr->err = dr->read_local(&dr->raw);
+		dr->read = true;
+	}
 }
 
 /*
@@ -366,7 +373,8 @@ static bool cge_drain_quiet(unsigned int cpu, struct cge_cpu *c,
 /**
  * cge_cpu_drain() - take what @cpu ran since the previous drain
  * @cpu: any possible CPU
- * @out: receives the charges; the CPU's cache starts empty again
+ * @dr: @dr->out receives the charges; the CPU's cache starts empty again.
+ *	@dr->read says whether @dr->read_local ran on @cpu (@dr->err, @dr->raw)
  *
  * An online CPU charges its running slice up to now first (to the cgroup
  * its task is in now), so a long-running task is counted at every sample;
@@ -376,21 +384,23 @@ static bool cge_drain_quiet(unsigned int cpu, struct cge_cpu *c,
  * Return: @cpu's idle task (pid 0, never freed) once the probe has seen it
  * run, else NULL.
  */
-struct task_struct *cge_cpu_drain(unsigned int cpu,
-				  struct cge_cpu_sample *out)
+struct task_struct *cge_cpu_drain(unsigned int cpu, struct cge_drain *dr)
 {
 	struct cge_cpu *c = per_cpu_ptr(cge_cpus, cpu);
+	struct cge_cpu_sample *out = dr->out;
 
+	dr->read = false;
 	if (!cpu_online(cpu)) {
 		/* Hotplug is held off: nothing runs the probe there. */
 		cge_take(c, out);
 	} else if (!cge_drain_quiet(cpu, c, out)) {
 		/* @cpu is online and hotplug is held off: the IPI cannot fail. */
 		if (WARN_ON_ONCE(smp_call_function_single(cpu, cge_drain_local,
-							  out, 1))) {
+							  dr, 1))) {
 			out->nr = 0;
 			out->nr_want = 0;
 			out->idle_ns = 0;
+			dr->read = false;
 		}
 	}
 	return READ_ONCE(c->idle);

@@ -46,8 +46,19 @@ int cge_probe_alloc(void);
 void cge_probe_free(void);
 int cge_probe_init(void);
 void cge_probe_exit(void);
-struct task_struct *cge_cpu_drain(unsigned int cpu,
-				  struct cge_cpu_sample *out);
+/*
+ * A drain: the charges, and what the drain read on the CPU itself (the
+ * counter of its core, AMD), if @read_local is set and the drain ran there.
+ */
+struct cge_drain {
+	struct cge_cpu_sample *out;
+	int (*read_local)(u64 *raw);
+	u64 raw;
+	int err;
+	bool read;
+};
+
+struct task_struct *cge_cpu_drain(unsigned int cpu, struct cge_drain *dr);
 void cge_probe_counters(u64 *overflows, u64 *quiet_drains);
 void cge_probe_selftime(u64 *timed, u64 *ns);
 

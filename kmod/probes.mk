@@ -28,10 +28,12 @@ CGE_HAVE_RDMSRQ := $(call cge_probe,arch/x86/include/asm/msr.h,rdmsrq_safe_on_cp
 CGE_HAVE_SYSTEM_DFL_WQ := $(call cge_probe,include/linux/workqueue.h,\*system_dfl_wq;)
 # 6.6, and stable backports (Debian's 6.1): inode_set_ctime_current()
 CGE_HAVE_INODE_SET_CTIME_CURRENT := $(call cge_probe,include/linux/fs.h,inode_set_ctime_current)
+# 6.9: topology_max_die_per_package() renamed topology_max_dies_per_package()
+CGE_HAVE_MAX_DIES := $(call cge_probe,arch/x86/include/asm/topology.h,topology_max_dies_per_package)
 
 CGE_PROBES := SIMPLE_INODE_INIT_TS KN_NAME_RCU D_REVALIDATE_DIR \
 	      SET_DEFAULT_D_OP INODE_JUST_DROP RDMSRQ SYSTEM_DFL_WQ \
-	      INODE_SET_CTIME_CURRENT
+	      INODE_SET_CTIME_CURRENT MAX_DIES
 ccflags-y += $(foreach p,$(CGE_PROBES),-DCGE_HAVE_$(p)=$(CGE_HAVE_$(p)))
 # once per build: in the compile pass, not again when modpost reads this
 ifneq ($(findstring Makefile.build,$(MAKEFILE_LIST)),)

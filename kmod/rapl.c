@@ -23,19 +23,31 @@
 #include "emu.h"
 
 static bool cge_is_amd;
-static struct cge_rapl_counter *cge_core_ctr;	/* AMD, per CPU */
+static u32 cge_family, cge_model;
+static struct cge_rapl_counter *cge_core_ctr;	/* AMD, per core (topo.c) */
 static u32 cge_unit_esu;
 static u32 cge_msr[CGE_DOM_NR];
 static unsigned long cge_rapl_domains;
 
 const char *cge_rapl_vendor(void)
 {
-	return cge_is_amd ? "amd" : "intel";
+	if (!cge_is_amd)
+		return "intel";
+	return boot_cpu_data.x86_vendor == X86_VENDOR_HYGON ? "hygon" : "amd";
 }
 
 u32 cge_rapl_unit_esu(void)
 {
 	return cge_unit_esu;
+}
+
+/* Domain @d's energy unit, 2^-N J, the model's quirks applied. */
+u32 cge_rapl_domain_unit_esu(int d)
+{
+	if (d == CGE_DOM_CORE && cge_core_ctr)
+		return cge_unit_esu;
+	return cge_rapl_domain_esu(cge_is_amd, cge_family, cge_model, d,
+				   cge_unit_esu);
 }
 
 /* The MSR read; the test build's emulated hardware answers it (emu.c). */
@@ -62,8 +74,12 @@ static void cge_rapl_read(struct cge_pkg *pkg, u64 capacity_ns, u64 busy_ns,
 	for_each_set_bit(d, &cge_rapl_domains, CGE_DOM_NR) {
 		struct cge_rapl_counter *c = &pkg->ctr[d];
 
-		/* PSYS is platform-wide: read it once, with the first package. */
-		if (d == CGE_DOM_PSYS && pkg->id)
+		/*
+		 * PSYS is platform-wide: read once, with the first package
+		 * (the sampler shares it out); AMD's cores are read per core.
+		 */
+		if ((d == CGE_DOM_PSYS && pkg->id) ||
+		    (d == CGE_DOM_CORE && cge_core_ctr))
 			continue;
 		if (cge_rdmsr(pkg->read_cpu, cge_msr[d], &raw)) {
 			cge_source_health.read_errors++;
@@ -76,46 +92,65 @@ static void cge_rapl_read(struct cge_pkg *pkg, u64 capacity_ns, u64 busy_ns,
 	out->headline_uj = out->dom_uj[CGE_DOM_PKG] + out->dom_uj[CGE_DOM_DRAM];
 }
 
-/* After resume, per-core counters start afresh too. */
-static void cge_rapl_resync_cores(struct cge_pkg *pkg)
-{
-	unsigned int cpu;
-	u64 raw;
-
-	if (!cge_core_ctr)
-		return;
-	for_each_cpu(cpu, &pkg->cpus)
-		if (cpu_online(cpu) &&
-		    !cge_rdmsr(cpu, CGE_MSR_AMD_CORE_ENERGY_STATUS, &raw))
-			cge_rapl_counter_resync(&cge_core_ctr[cpu], raw);
-}
-
 static void cge_rapl_resync(struct cge_pkg *pkg)
 {
 	int d;
 	u64 raw;
 
 	for_each_set_bit(d, &cge_rapl_domains, CGE_DOM_NR) {
-		if (!cge_rdmsr(pkg->read_cpu, cge_msr[d], &raw))
+		/* as cge_rapl_read(): PSYS with the first package only */
+		if ((d == CGE_DOM_PSYS && pkg->id) ||
+		    (d == CGE_DOM_CORE && cge_core_ctr))
+			continue;
+		/* on failure the next good read primes it: no delta */
+		if (cge_rdmsr(pkg->read_cpu, cge_msr[d], &raw)) {
+			cge_source_health.read_errors++;
+			pkg->ctr[d].primed = false;
+		} else {
 			cge_rapl_counter_resync(&pkg->ctr[d], raw);
+		}
 	}
-	cge_rapl_resync_cores(pkg);
 }
 
-/* AMD per-core energy: counters kept per CPU, read on that CPU. */
-static int cge_rapl_read_core(unsigned int cpu, u64 *uj)
+static void cge_rapl_init_pkg(struct cge_pkg *pkg)
 {
-	struct cge_rapl_counter *c = &cge_core_ctr[cpu];
-	u64 raw;
+	int d;
 
-	if (cge_rdmsr(cpu, CGE_MSR_AMD_CORE_ENERGY_STATUS, &raw)) {
-		cge_source_health.read_errors++;
-		return -EIO;
-	}
+	for (d = 0; d < CGE_DOM_NR; d++)
+		cge_rapl_counter_init(&pkg->ctr[d],
+				      cge_rapl_domain_esu(cge_is_amd, cge_family,
+							  cge_model, d,
+							  cge_unit_esu));
+	cge_rapl_resync(pkg);
+}
+
+/* AMD per-core energy: the counter of the core this CPU is in. IRQs off. */
+static int cge_rapl_read_core_local(u64 *raw)
+{
+	return cge_emu_rdmsr_local(CGE_MSR_AMD_CORE_ENERGY_STATUS, raw);
+}
+
+static int cge_rapl_read_core(unsigned int cpu, u64 *raw)
+{
+	return cge_rdmsr(cpu, CGE_MSR_AMD_CORE_ENERGY_STATUS, raw);
+}
+
+static u64 cge_rapl_core_delta(unsigned int core, u64 raw)
+{
+	struct cge_rapl_counter *c = &cge_core_ctr[core];
+
 	if (c->primed && cge_rapl_raw_wrapped(c->last_raw, raw))
 		cge_source_health.wraps++;
-	*uj = cge_rapl_counter_delta_uj(c, raw);
-	return 0;
+	return cge_rapl_counter_delta_uj(c, raw);
+}
+
+/* After resume: each core's next reading only primes its counter. */
+static void cge_rapl_core_resync(void)
+{
+	unsigned int k;
+
+	for (k = 0; k < nr_cpu_ids; k++)
+		cge_rapl_counter_init(&cge_core_ctr[k], cge_unit_esu);
 }
 
 static unsigned long cge_rapl_get_domains(void)
@@ -128,6 +163,7 @@ static const struct cge_source cge_rapl_source = {
 	.name = "rapl",
 	.domains = cge_rapl_get_domains,
 	.read = cge_rapl_read,
+	.init_pkg = cge_rapl_init_pkg,
 	.resync = cge_rapl_resync,
 };
 
@@ -136,8 +172,12 @@ static const struct cge_source cge_rapl_core_source = {
 	.name = "rapl",
 	.domains = cge_rapl_get_domains,
 	.read = cge_rapl_read,
+	.init_pkg = cge_rapl_init_pkg,
 	.resync = cge_rapl_resync,
+	.read_core_local = cge_rapl_read_core_local,
 	.read_core = cge_rapl_read_core,
+	.core_delta = cge_rapl_core_delta,
+	.core_resync = cge_rapl_core_resync,
 };
 
 void cge_rapl_exit(void)
@@ -165,26 +205,42 @@ static bool cge_intel_has_rapl(u32 model)
 	return false;
 }
 
+/*
+ * AMD family 17h (Zen, Zen 2), 19h (Zen 3, 4) and 1Ah (Zen 5), Hygon family
+ * 18h: the RAPL MSRs of their PPRs, matched by family as the kernel's
+ * powercap driver does (intel_rapl_common.c: X86_MATCH_VENDOR_FAM), or by
+ * the CPUID RAPL bit where a CPU reports it.
+ */
+static bool cge_amd_has_rapl(const struct cpuinfo_x86 *c)
+{
+	if (boot_cpu_has(X86_FEATURE_RAPL))
+		return true;
+	if (c->x86_vendor == X86_VENDOR_AMD)
+		return c->x86 == 0x17 || c->x86 == 0x19 || c->x86 == 0x1a;
+	return c->x86 == 0x18;
+}
+
 /**
  * cge_rapl_detect() - set up the RAPL source if this machine has one
- * @pkgs: the packages, read_cpu set
- * @npkg: how many
+ * @cpu: an online CPU to probe the registers on
+ *
+ * The packages' counters are set up by the source's init_pkg().
  *
  * Return: the RAPL source if RAPL counters are present and advance, NULL
  * otherwise.
  */
-const struct cge_source *cge_rapl_detect(struct cge_pkg *pkgs,
-					 unsigned int npkg)
+const struct cge_source *cge_rapl_detect(unsigned int cpu)
 {
 	struct cpuinfo_x86 *c = &boot_cpu_data;
-	unsigned int cpu = pkgs[0].read_cpu;
 	u32 unit_msr;
 	u64 unit, a, b;
-	unsigned int p;
+	unsigned int k;
 	int d;
 
 	if (boot_cpu_has(X86_FEATURE_HYPERVISOR))
 		pr_info("running under a hypervisor: RAPL is rarely passed through\n");
+	cge_family = c->x86;
+	cge_model = c->x86_model;
 	if (c->x86_vendor == X86_VENDOR_INTEL && c->x86 == 6 &&
 	    cge_intel_has_rapl(c->x86_model)) {
 		cge_is_amd = false;
@@ -195,8 +251,7 @@ const struct cge_source *cge_rapl_detect(struct cge_pkg *pkgs,
 		cge_msr[CGE_DOM_DRAM] = CGE_MSR_DRAM_ENERGY_STATUS;
 		cge_msr[CGE_DOM_PSYS] = CGE_MSR_PLATFORM_ENERGY_STATUS;
 	} else if ((c->x86_vendor == X86_VENDOR_AMD ||
-		    c->x86_vendor == X86_VENDOR_HYGON) &&
-		   boot_cpu_has(X86_FEATURE_RAPL)) {
+		    c->x86_vendor == X86_VENDOR_HYGON) && cge_amd_has_rapl(c)) {
 		cge_is_amd = true;
 		unit_msr = CGE_MSR_AMD_RAPL_POWER_UNIT;
 		cge_msr[CGE_DOM_PKG] = CGE_MSR_AMD_PKG_ENERGY_STATUS;
@@ -230,22 +285,11 @@ const struct cge_source *cge_rapl_detect(struct cge_pkg *pkgs,
 		cge_core_ctr = kcalloc(nr_cpu_ids, sizeof(*cge_core_ctr),
 				       GFP_KERNEL);
 		if (cge_core_ctr) {
-			for (p = 0; p < nr_cpu_ids; p++)
-				cge_rapl_counter_init(&cge_core_ctr[p],
+			for (k = 0; k < nr_cpu_ids; k++)
+				cge_rapl_counter_init(&cge_core_ctr[k],
 						      cge_unit_esu);
 			cge_rapl_domains |= BIT(CGE_DOM_CORE);
 		}
-	}
-
-	for (p = 0; p < npkg; p++) {
-		for (d = 0; d < CGE_DOM_NR; d++)
-			cge_rapl_counter_init(&pkgs[p].ctr[d],
-					      cge_rapl_domain_esu(cge_is_amd,
-								  c->x86,
-								  c->x86_model,
-								  d,
-								  cge_unit_esu));
-		cge_rapl_resync(&pkgs[p]);
 	}
 	return cge_core_ctr ? &cge_rapl_core_source : &cge_rapl_source;
 }

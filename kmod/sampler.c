@@ -15,6 +15,7 @@
 #include <linux/timekeeping.h>
 #include <linux/mutex.h>
 #include <linux/cpu.h>
+#include <linux/math64.h>
 
 #include "compat.h"
 #include "sampler.h"
@@ -25,18 +26,18 @@
 #include "params.h"
 #include "impact.h"
 #include "systime.h"
+#include "topo.h"
 
 /* Reap removed cgroups' records about once a second. */
 #define CGE_REAP_MS		1000
 
 struct cge_sampler_health cge_sampler_health;
 
-static struct cge_pkg *cge_pkgs;
-static unsigned int cge_npkg;
 static const struct cge_source *cge_source;
 static struct delayed_work cge_work;
 static bool cge_stopping;
-static atomic_t cge_resync_pending;
+/* Between the PM notifier's prepare and post events: no sample runs. */
+static bool cge_paused;
 static u64 cge_reap_due_ns;
 static u64 cge_due_ns;
 
@@ -47,6 +48,9 @@ static u64 *cge_weight;
 static u64 *cge_share;
 static struct cge_delta *cge_delta;
 static unsigned int cge_cap;
+/* The platform's energy (PSYS) of this sample not yet shared out. */
+static u64 cge_psys_left_uj;
+static unsigned int cge_psys_left_cpus;
 
 const struct cge_source *cge_sampler_source(void)
 {
@@ -55,7 +59,7 @@ const struct cge_source *cge_sampler_source(void)
 
 unsigned int cge_sampler_packages(void)
 {
-	return cge_npkg;
+	return READ_ONCE(cge_npkg);
 }
 
 /* The coefficients of the sample in progress. */
@@ -63,8 +67,9 @@ static struct cge_impact_coefs cge_k;
 
 static u64 cge_rec_impact(const struct cge_rec *rec)
 {
-	return cge_impact_ns(&cge_k, rec->acc_ns - rec->acc_bg_ns,
-			     rec->acc_bg_ns, rec->acc_wakeups);
+	u64 bg = min(rec->acc_bg_ns, rec->acc_ns);
+
+	return cge_impact_ns(&cge_k, rec->acc_ns - bg, bg, rec->acc_wakeups);
 }
 
 static int cge_grow(unsigned int n)
@@ -98,6 +103,14 @@ static int cge_grow(unsigned int n)
 	return 0;
 }
 
+static void cge_free_scratch(void)
+{
+	kvfree(cge_recs);
+	kvfree(cge_weight);
+	kvfree(cge_share);
+	kvfree(cge_delta);
+}
+
 static void cge_activate(struct cge_rec *rec, struct list_head *act,
 			 unsigned int *n)
 {
@@ -109,8 +122,17 @@ static void cge_activate(struct cge_rec *rec, struct list_head *act,
 
 /* SMT siblings drained together for a per-core energy split. */
 #define CGE_MAX_SMT		8
+/*
+ * A core none of whose CPUs ran anything is not woken to read its counter:
+ * its energy waits there for the next reading. It is read by an IPI once
+ * after load and resume, to start from, and when unread this long (or
+ * since its last failed read), so that the 32-bit counter (65,536 J in
+ * AMD's 2^-16 J unit) cannot advance 2^32 units unseen below 109 W.
+ */
+#define CGE_CORE_UNREAD_MAX_NS	(600ULL * NSEC_PER_SEC)
 
 static struct cge_cpu_sample cge_cs[CGE_MAX_SMT];
+static struct cge_drain cge_dr[CGE_MAX_SMT];
 static struct cge_rec *cge_core_rec[CGE_MAX_SMT * CGE_SLOTS];
 static u64 cge_core_w[CGE_MAX_SMT * CGE_SLOTS];
 static u64 cge_core_share[CGE_MAX_SMT * CGE_SLOTS];
@@ -124,26 +146,74 @@ static u64 cge_slot_weight(const struct cge_slot *sl, int split)
 }
 
 /*
+ * The energy of @cpu's core since its counter was last read, into @uj, and
+ * the CPU time of its CPUs over that span, into @span_ns (@now_ns, their time
+ * this interval, included). The counter is read by the drains of @nr of
+ * its CPUs, @dr, those that ran something; if none did, it is left unread,
+ * but for the IPI of CGE_CORE_UNREAD_MAX_NS.
+ * Return: false if it was not read: its energy stays in the counter, and
+ * its CPUs' time with it, for the next reading.
+ */
+static bool cge_core_energy(unsigned int cpu, const struct cge_drain *dr,
+			    unsigned int nr, u64 now_ns, u64 *uj, u64 *span_ns)
+{
+	unsigned int k = cge_topo_core(cpu), i;
+	u64 now = ktime_get_ns(), raw = 0;
+	struct cge_core *core;
+	bool got = false;
+
+	if (k == CGE_TOPO_NONE)
+		return false;
+	core = &cge_cores[k];
+	core->unread_ns += now_ns;
+	for (i = 0; i < nr && !got; i++) {
+		if (!dr[i].read)
+			continue;
+		if (dr[i].err)
+			cge_source_health.read_errors++;
+		else
+			got = true;
+		raw = dr[i].raw;
+	}
+	/* Never read (since load or resume): read once, to start from. */
+	if (!got && (!core->read_ns ||
+		     now - core->read_ns > CGE_CORE_UNREAD_MAX_NS)) {
+		if (!cge_source->read_core(cpu, &raw)) {
+			got = true;
+		} else {
+			cge_source_health.read_errors++;
+			/* not again before CGE_CORE_UNREAD_MAX_NS */
+			core->read_ns = now;
+		}
+	}
+	if (!got)
+		return false;
+	*uj = cge_source->core_delta(k, raw);
+	*span_ns = core->unread_ns;
+	core->unread_ns = 0;
+	core->read_ns = now;
+	return true;
+}
+
+/*
  * Fold @nr CPU samples (one CPU, or the SMT siblings of one core) into the
- * records' accumulators. With per-core energy (AMD), the core's energy is
- * split here, with the same rule, between the cgroups that ran on it;
- * @sys_ns, the core's interrupt, softirq and steal time, goes with its idle
- * time there.
+ * records' accumulators. With per-core energy (@per_core, AMD), the core's
+ * energy @core_uj is split here, with the same rule, between the cgroups that
+ * ran on it and @other_ns, the rest of its CPUs' time since its last
+ * reading (idle, interrupts, softirqs, steal, earlier intervals unread).
  */
 static void cge_fold(struct cge_cpu_sample *cs, unsigned int nr,
-		     unsigned int core_cpu, u64 sys_ns, struct list_head *act,
-		     unsigned int *n, u64 *idle_ns)
+		     bool per_core, u64 core_uj, u64 other_ns,
+		     struct list_head *act, unsigned int *n, u64 *idle_ns)
 {
 	int split = READ_ONCE(cge_split_param);
-	u64 core_uj = 0, idle = 0, busy = 0;
 	unsigned int c, i, k = 0;
 	struct cge_slot *sl;
 	struct cge_rec *rec;
-	bool per_core = cge_source->read_core &&
-			!cge_source->read_core(core_cpu, &core_uj);
+	u64 busy = 0;
 
 	for (c = 0; c < nr; c++) {
-		idle += cs[c].idle_ns;
+		*idle_ns += cs[c].idle_ns;
 		for (i = 0; i < cs[c].nr; i++, k++) {
 			sl = &cs[c].slot[i];
 			rec = cge_rec_get(sl->cgid, sl->parent_cgid);
@@ -159,70 +229,92 @@ static void cge_fold(struct cge_cpu_sample *cs, unsigned int nr,
 		for (i = 0; i < cs[c].nr_want; i++)
 			cge_rec_get(cs[c].want[i].cgid, cs[c].want[i].parent_cgid);
 	}
-	*idle_ns += idle;
 	if (!per_core)
 		return;
-	cge_split(core_uj, idle + sys_ns, busy, cge_core_w, cge_core_share, k);
+	cge_split(core_uj, other_ns, busy, cge_core_w, cge_core_share, k);
 	for (i = 0; i < k; i++)
 		cge_core_rec[i]->acc_core_uj += cge_core_share[i];
 }
 
 /*
- * Drain one CPU into @cs, and take its interrupt, softirq and steal time out
- * of its idle time into @sys. Return: the time taken.
+ * Drain @cpu into cge_cs[@i] (@read_core: reading its core's counter there
+ * if it ran something), and take its interrupt, softirq and steal time out
+ * of its idle time into @sys. Return: its CPU time; the tasks' part of it
+ * is added to @busy.
  */
-static u64 cge_drain_cpu(unsigned int cpu, struct cge_cpu_sample *cs,
-			 struct cge_systime *sys)
+static u64 cge_drain_cpu(unsigned int cpu, unsigned int i, bool read_core,
+			 struct cge_systime *sys, u64 *busy)
 {
-	struct task_struct *idle_task = cge_cpu_drain(cpu, cs);
-	u64 idle = cs->idle_ns;
+	struct cge_cpu_sample *cs = &cge_cs[i];
+	struct task_struct *idle_task;
+	u64 idle, tasks = 0;
+	unsigned int k;
 
+	cge_dr[i].out = cs;
+	cge_dr[i].read_local = read_core ? cge_source->read_core_local : NULL;
+	idle_task = cge_cpu_drain(cpu, &cge_dr[i]);
+	idle = cs->idle_ns;
 	cge_systime_take(cpu, idle_task, &cs->idle_ns, sys);
-	return idle - cs->idle_ns;
+	for (k = 0; k < cs->nr; k++)
+		tasks += cs->slot[k].ns;
+	*busy += tasks;
+	return idle + tasks;
 }
 
 /*
- * Drain @pkg's CPUs, a core's SMT siblings together, into the records;
- * their idle time into @idle_ns, their interrupt, softirq and steal time
- * into @sys.
+ * Drain @pkg's CPUs, a core's online SMT siblings together, into the
+ * records; their idle time into @idle_ns, their interrupt, softirq and
+ * steal time into @sys.
  */
 static void cge_drain_pkg(struct cge_pkg *pkg, struct list_head *act,
 			  unsigned int *n, u64 *idle_ns,
 			  struct cge_systime *sys)
 {
+	bool cores = cge_source->read_core_local;
 	struct cpumask *done = &cge_done;
 	unsigned int cpu, sib, nr;
-	u64 sys_ns;
+	u64 now_ns, busy, uj = 0, span = 0;
+	bool per_core, read;
 
 	cpumask_clear(done);
 	for_each_cpu(cpu, &pkg->cpus) {
 		if (cpumask_test_cpu(cpu, done))
 			continue;
-		sys_ns = cge_drain_cpu(cpu, &cge_cs[0], sys);
+		busy = 0;
+		now_ns = cge_drain_cpu(cpu, 0, cores, sys, &busy);
 		cpumask_set_cpu(cpu, done);
+		/* One good reading of the core's counter is enough. */
+		read = cge_dr[0].read && !cge_dr[0].err;
 		nr = 1;
-		for_each_cpu_and(sib, topology_sibling_cpumask(cpu), &pkg->cpus) {
-			if (nr == CGE_MAX_SMT || !cge_source->read_core)
-				break;
-			if (cpumask_test_cpu(sib, done))
-				continue;
-			sys_ns += cge_drain_cpu(sib, &cge_cs[nr++], sys);
-			cpumask_set_cpu(sib, done);
+		if (cores && cpu_online(cpu)) {
+			for_each_cpu_and(sib, topology_sibling_cpumask(cpu),
+					 &pkg->cpus) {
+				if (nr == CGE_MAX_SMT)
+					break;
+				if (cpumask_test_cpu(sib, done))
+					continue;
+				now_ns += cge_drain_cpu(sib, nr, !read, sys, &busy);
+				read |= cge_dr[nr].read && !cge_dr[nr].err;
+				cpumask_set_cpu(sib, done);
+				nr++;
+			}
 		}
-		cge_fold(cge_cs, nr, cpu, sys_ns, act, n, idle_ns);
+		per_core = cores && cpu_online(cpu) &&
+			   cge_core_energy(cpu, cge_dr, nr, now_ns, &uj, &span);
+		cge_fold(cge_cs, nr, per_core, uj, span - min(span, busy), act,
+			 n, idle_ns);
 	}
 }
 
-/* Charges the probe could not cache; split with the first package. */
-static void cge_drain_overflows(struct list_head *act, unsigned int *n)
+/* The charges of @pkg's CPUs the probe could not cache. */
+static void cge_drain_overflows(struct llist_node *first, unsigned int pkg,
+				struct list_head *act, unsigned int *n)
 {
-	struct llist_node *first = cge_cgstate_take_overflows();
-	struct cge_rec *rec, *tmp;
+	struct cge_rec *rec;
 
-	llist_for_each_entry_safe(rec, tmp, first, ovf_node) {
-		cge_rec_take_overflow(rec);
-		cge_activate(rec, act, n);
-	}
+	llist_for_each_entry(rec, first, ovf_node)
+		if (cge_rec_take_overflow(rec, pkg))
+			cge_activate(rec, act, n);
 }
 
 /*
@@ -273,7 +365,7 @@ static u64 cge_share_energy(const struct cge_energy *e, u64 idle_ns,
 		cge_delta[i].energy_uj = cge_share[i];
 	for_each_set_bit(d, &domains, CGE_DOM_NR) {
 		/* Per-core energy was split core by core in cge_fold(). */
-		if (d == CGE_DOM_CORE && cge_source->read_core)
+		if (d == CGE_DOM_CORE && cge_source->read_core_local)
 			continue;
 		cge_split_kinds(e->dom_uj[d], idle_ns, sys->ns, unused,
 				CGE_SYS_NR, busy_ns, cge_weight, cge_share, n);
@@ -311,6 +403,30 @@ static void cge_retire(struct list_head *act, bool added)
 }
 
 /*
+ * The platform's energy (PSYS), read with the first package, goes to every
+ * package in proportion to its online CPUs, each package's part then split
+ * between its own cgroups and idle; the last package takes what is left,
+ * so the parts add up to the reading.
+ */
+static void cge_share_psys(const struct cge_pkg *pkg, struct cge_energy *e)
+{
+	unsigned int online = 0, cpu;
+	u64 part;
+
+	if (!(cge_source->domains() & BIT(CGE_DOM_PSYS)))
+		return;
+	if (pkg->id == 0)
+		cge_psys_left_uj = e->dom_uj[CGE_DOM_PSYS];
+	for_each_cpu_and(cpu, &pkg->cpus, cpu_online_mask)
+		online++;
+	part = online >= cge_psys_left_cpus ? cge_psys_left_uj :
+	       mul_u64_u32_div(cge_psys_left_uj, online, cge_psys_left_cpus);
+	cge_psys_left_uj -= part;
+	cge_psys_left_cpus -= min(online, cge_psys_left_cpus);
+	e->dom_uj[CGE_DOM_PSYS] = part;
+}
+
+/*
  * Read @pkg's energy for this interval and split it between the @n active
  * records, @sys's kinds and idle; @idle_ns is its CPUs' idle time. Without
  * scratch room for @n records, the records' time is kept and their share
@@ -336,12 +452,23 @@ static noinline void cge_split_pkg(struct cge_pkg *pkg,
 		n = 0;
 
 	pkg->read_cpu = cpumask_first_and(&pkg->cpus, cpu_online_mask);
-	if (pkg->read_cpu < nr_cpu_ids)
+	memset(&e, 0, sizeof(e));
+	if (pkg->read_cpu >= nr_cpu_ids) {
+		/* Unread while no CPU of it is online: start afresh after. */
+		pkg->stale = true;
+	} else if (pkg->stale) {
+		if (pkg->uninit)
+			cge_source->init_pkg(pkg);
+		else
+			cge_source->resync(pkg);
+		pkg->stale = false;
+		pkg->uninit = false;
+	} else {
 		cge_source->read(pkg,
 				 idle_ns + sys->ns[CGE_SYS_STEAL] + active_ns +
 				 busy_ns, active_ns + busy_ns, &e);
-	else
-		memset(&e, 0, sizeof(e));
+	}
+	cge_share_psys(pkg, &e);
 
 	idle_uj = cge_share_energy(&e, idle_ns, busy_ns, sys, n, sys_uj);
 	for (i = 0; i < n; i++)
@@ -356,9 +483,28 @@ static noinline void cge_split_pkg(struct cge_pkg *pkg,
 	}
 }
 
+/* Packages from @from on are new: set up their counters. */
+static void cge_init_pkgs(unsigned int from)
+{
+	struct cge_pkg *pkg;
+
+	for (; from < cge_npkg; from++) {
+		pkg = &cge_pkgs[from];
+		pkg->read_cpu = cpumask_first_and(&pkg->cpus, cpu_online_mask);
+		if (pkg->read_cpu < nr_cpu_ids) {
+			cge_source->init_pkg(pkg);
+		} else {
+			/* Its CPUs went offline since: set up when one is back. */
+			pkg->stale = true;
+			pkg->uninit = true;
+		}
+	}
+}
+
 static void cge_sample_locked(void)
 {
 	u64 now = ktime_get_ns();
+	struct llist_node *ovf;
 	struct cge_systime sys;
 	unsigned int p, n;
 	u64 idle_ns;
@@ -366,31 +512,29 @@ static void cge_sample_locked(void)
 
 	lockdep_assert_held(&cge_lock);
 	cge_params_coefs(&cge_k);
-	if (atomic_xchg(&cge_resync_pending, 0)) {
-		for (p = 0; p < cge_npkg; p++)
-			cge_source->resync(&cge_pkgs[p]);
-		cge_source_health.resyncs++;
-	}
 	if (now >= cge_reap_due_ns) {
 		cge_cgstate_reap();
 		cge_reap_due_ns = now + CGE_REAP_MS * NSEC_PER_MSEC;
 	}
 	cpus_read_lock();
+	cge_init_pkgs(cge_topo_update());
+	cge_psys_left_cpus = num_online_cpus();
+	ovf = cge_cgstate_take_overflows();
 	for (p = 0; p < cge_npkg; p++) {
 		n = 0;
 		idle_ns = 0;
 		memset(&sys, 0, sizeof(sys));
-		if (p == 0)
-			cge_drain_overflows(&act, &n);
+		cge_drain_overflows(ovf, p, &act, &n);
 		cge_drain_pkg(&cge_pkgs[p], &act, &n, &idle_ns, &sys);
 		cge_split_pkg(&cge_pkgs[p], &act, n, idle_ns, &sys);
 	}
+	cge_cgstate_overflows_done(ovf);
 	cpus_read_unlock();
 	cge_sampler_health.samples++;
 	cge_sampler_health.last_sample_ns = ktime_get_ns();
 }
 
-/* The last sample, at module exit: it empties every CPU's cache. */
+/* A sample now (module exit, suspend): it empties every CPU's cache. */
 static void cge_sample_now(void)
 {
 	mutex_lock(&cge_lock);
@@ -431,19 +575,71 @@ static void cge_sample_fn(struct work_struct *work)
 	due = cge_due_ns;
 	mutex_unlock(&cge_lock);
 	delay = DIV_ROUND_UP_ULL(due - now, TICK_NSEC);
-	if (!READ_ONCE(cge_stopping))
+	if (!READ_ONCE(cge_stopping) && !READ_ONCE(cge_paused))
 		queue_delayed_work(cge_unbound_wq, &cge_work, delay);
+}
+
+/*
+ * Before suspend or hibernation, while tasks still run: a last sample, then
+ * none until resume (the workqueue is not frozen, and the counters may
+ * restart while the machine sleeps).
+ */
+static void cge_sampler_pause(void)
+{
+	WRITE_ONCE(cge_paused, true);
+	cancel_delayed_work_sync(&cge_work);
+	cge_sample_now();
+}
+
+/*
+ * After resume (or a suspend that failed): the counters start afresh, so no
+ * delta is taken across the sleep, before the sampler runs again.
+ */
+static void cge_sampler_resume(void)
+{
+	unsigned int p, k;
+
+	mutex_lock(&cge_lock);
+	cpus_read_lock();
+	for (p = 0; p < cge_npkg; p++) {
+		cge_pkgs[p].read_cpu = cpumask_first_and(&cge_pkgs[p].cpus,
+							 cpu_online_mask);
+		/* one without an online CPU stays or becomes stale */
+		cge_pkgs[p].stale |= cge_pkgs[p].read_cpu >= nr_cpu_ids;
+		if (!cge_pkgs[p].stale)
+			cge_source->resync(&cge_pkgs[p]);
+	}
+	cpus_read_unlock();
+	if (cge_source->core_resync) {
+		cge_source->core_resync();
+		/* Each core's next sample reads it, to start afresh. */
+		for (k = 0; k < nr_cpu_ids; k++) {
+			cge_cores[k].unread_ns = 0;
+			cge_cores[k].read_ns = 0;
+		}
+	}
+	cge_source_health.resyncs++;
+	cge_due_ns = 0;
+	WRITE_ONCE(cge_paused, false);
+	mutex_unlock(&cge_lock);
+	if (!READ_ONCE(cge_stopping))
+		queue_delayed_work(cge_unbound_wq, &cge_work,
+				   msecs_to_jiffies(READ_ONCE(cge_interval_ms)));
 }
 
 static int cge_pm_notify(struct notifier_block *nb, unsigned long action,
 			 void *data)
 {
 	switch (action) {
+	case PM_SUSPEND_PREPARE:
+	case PM_HIBERNATION_PREPARE:
+	case PM_RESTORE_PREPARE:
+		cge_sampler_pause();
+		break;
 	case PM_POST_SUSPEND:
 	case PM_POST_HIBERNATION:
 	case PM_POST_RESTORE:
-		/* Counters may have been reset: not a wrap. */
-		atomic_set(&cge_resync_pending, 1);
+		cge_sampler_resume();
 		break;
 	}
 	return NOTIFY_DONE;
@@ -453,40 +649,6 @@ static struct notifier_block cge_pm_nb = {
 	.notifier_call = cge_pm_notify,
 };
 
-/* Group the possible CPUs by physical package. */
-static int cge_setup_pkgs(void)
-{
-	int *ids, id;
-	unsigned int cpu, p;
-
-	cge_pkgs = kcalloc(nr_cpu_ids, sizeof(*cge_pkgs), GFP_KERNEL);
-	ids = kcalloc(nr_cpu_ids, sizeof(*ids), GFP_KERNEL);
-	if (!cge_pkgs || !ids) {
-		kfree(ids);
-		kfree(cge_pkgs);
-		return -ENOMEM;
-	}
-	for_each_possible_cpu(cpu) {
-		id = cpu_present(cpu) ? topology_physical_package_id(cpu) : 0;
-		for (p = 0; p < cge_npkg && ids[p] != id; p++)
-			;
-		if (p == cge_npkg) {
-			ids[p] = id;
-			cge_pkgs[p].id = p;
-			cge_npkg++;
-		}
-		cpumask_set_cpu(cpu, &cge_pkgs[p].cpus);
-	}
-	for (p = 0; p < cge_npkg; p++) {
-		cge_pkgs[p].read_cpu = cpumask_first_and(&cge_pkgs[p].cpus,
-							 cpu_online_mask);
-		if (cge_pkgs[p].read_cpu >= nr_cpu_ids)
-			cge_pkgs[p].read_cpu = cpumask_first(&cge_pkgs[p].cpus);
-	}
-	kfree(ids);
-	return 0;
-}
-
 static int cge_choose_source(void)
 {
 	int kind = READ_ONCE(cge_source_param);
@@ -495,7 +657,7 @@ static int cge_choose_source(void)
 		cge_source = &cge_model_source;
 		return 0;
 	}
-	cge_source = cge_rapl_detect(cge_pkgs, cge_npkg);
+	cge_source = cge_rapl_detect(cge_pkgs[0].read_cpu);
 	if (cge_source) {
 		pr_info("energy source: RAPL (%s), energy unit 2^-%u J\n",
 			cge_rapl_vendor(), cge_rapl_unit_esu());
@@ -515,27 +677,37 @@ int cge_sampler_init(void)
 {
 	int ret;
 
-	ret = cge_setup_pkgs();
+	ret = cge_topo_init();
 	if (ret)
 		return ret;
+	cpus_read_lock();
+	cge_pkgs[0].read_cpu = cpumask_first_and(&cge_pkgs[0].cpus,
+						 cpu_online_mask);
 	ret = cge_choose_source();
+	if (!ret)
+		cge_init_pkgs(0);
+	cpus_read_unlock();
 	if (ret)
 		goto err;
 	ret = cge_systime_init();
 	if (ret)
 		goto err;
-	ret = register_pm_notifier(&cge_pm_nb);
-	if (ret)
-		goto err_sys;
 	INIT_DELAYED_WORK(&cge_work, cge_sample_fn);
 	queue_delayed_work(cge_unbound_wq, &cge_work,
 			   msecs_to_jiffies(READ_ONCE(cge_interval_ms)));
+	/* Last: a suspend from here on finds the work to stop. */
+	ret = register_pm_notifier(&cge_pm_nb);
+	if (ret)
+		goto err_work;
 	return 0;
-err_sys:
+err_work:
+	WRITE_ONCE(cge_stopping, true);
+	cancel_delayed_work_sync(&cge_work);
+	cge_free_scratch();
 	cge_systime_exit();
 err:
 	cge_rapl_exit();
-	kfree(cge_pkgs);
+	cge_topo_exit();
 	return ret;
 }
 
@@ -543,14 +715,11 @@ err:
 void cge_sampler_exit(void)
 {
 	WRITE_ONCE(cge_stopping, true);
-	cancel_delayed_work_sync(&cge_work);
 	unregister_pm_notifier(&cge_pm_nb);
+	cancel_delayed_work_sync(&cge_work);
 	cge_sample_now();
 	cge_systime_exit();
 	cge_rapl_exit();
-	kvfree(cge_recs);
-	kvfree(cge_weight);
-	kvfree(cge_share);
-	kvfree(cge_delta);
-	kfree(cge_pkgs);
+	cge_free_scratch();
+	cge_topo_exit();
 }

@@ -27,7 +27,8 @@ static void cge_model_read(struct cge_pkg *pkg, u64 capacity_ns, u64 busy_ns,
 	pkg->model_rem = m.rem;
 }
 
-static void cge_model_resync(struct cge_pkg *pkg)
+/* No counters: init_pkg and resync have nothing to do. */
+static void cge_model_nop(struct cge_pkg *pkg)
 {
 }
 
@@ -40,5 +41,6 @@ const struct cge_source cge_model_source = {
 	.name = "model",
 	.domains = cge_model_domains,
 	.read = cge_model_read,
-	.resync = cge_model_resync,
+	.init_pkg = cge_model_nop,
+	.resync = cge_model_nop,
 };

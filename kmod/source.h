@@ -11,12 +11,14 @@
 
 #include "rapl_decode.h"
 
-/* A package: the unit a sample reads and splits. */
+/* A package: what one set of RAPL counters covers (topo.c). */
 struct cge_pkg {
 	unsigned int id;		/* index in the package array */
-	struct cpumask cpus;		/* possible CPUs of this package */
+	struct cpumask cpus;		/* CPUs mapped to it since load */
 	struct cge_rapl_counter ctr[CGE_DOM_NR];
 	unsigned int read_cpu;		/* where its counters are read */
+	bool stale;			/* had no online CPU: resync first */
+	bool uninit;			/* ... and was never set up */
 	u64 model_rem;			/* struct cge_model state */
 };
 
@@ -39,14 +41,26 @@ struct cge_source {
 	 */
 	void (*read)(struct cge_pkg *pkg, u64 capacity_ns, u64 busy_ns,
 		     struct cge_energy *out);
+	/*
+	 * Set up a package's counters: at load, and for a package first
+	 * seen when its CPUs came online. Process context.
+	 */
+	void (*init_pkg)(struct cge_pkg *pkg);
 	/* Start the counters afresh (after resume): no delta from before. */
 	void (*resync)(struct cge_pkg *pkg);
 	/*
-	 * Per-core energy (AMD), or NULL: the energy of the core @cpu belongs
-	 * to since the previous call, µJ. Split between the cgroups that ran
-	 * on that core; it is the CGE_DOM_CORE domain.
+	 * Per-core energy (AMD), or all NULL; it is the CGE_DOM_CORE domain.
+	 * read_core_local() reads the counter of the core it runs on: in the
+	 * drain IPI, IRQs off, on a CPU that ran something, so no core is
+	 * woken for it. read_core() reads the counter of @cpu's core, by an
+	 * IPI if @cpu is not this CPU (sleeps). core_delta()
+	 * turns a raw value of core @core into µJ since its previous value;
+	 * core_resync() makes the next value of every core start afresh.
 	 */
-	int (*read_core)(unsigned int cpu, u64 *uj);
+	int (*read_core_local)(u64 *raw);
+	int (*read_core)(unsigned int cpu, u64 *raw);
+	u64 (*core_delta)(unsigned int core, u64 raw);
+	void (*core_resync)(void);
 };
 
 /* Health counters, shown in energy.info. */
@@ -59,10 +73,10 @@ struct cge_source_health {
 extern const struct cge_source cge_model_source;
 extern struct cge_source_health cge_source_health;
 
-const struct cge_source *cge_rapl_detect(struct cge_pkg *pkgs,
-					 unsigned int npkg);
+const struct cge_source *cge_rapl_detect(unsigned int cpu);
 void cge_rapl_exit(void);
 const char *cge_rapl_vendor(void);
 u32 cge_rapl_unit_esu(void);
+u32 cge_rapl_domain_unit_esu(int d);
 
 #endif /* CGE_SOURCE_H */

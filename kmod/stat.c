@@ -135,6 +135,13 @@ int cge_info_show(struct seq_file *m, bool host)
 	if (!host)
 		return 0;
 	seq_printf(m, "packages %u\n", cge_sampler_packages());
+	if (src != &cge_model_source) {
+		seq_printf(m, "vendor %s\n", cge_rapl_vendor());
+		/* each domain's energy unit is 2^-N J */
+		for_each_set_bit(d, &domains, CGE_DOM_NR)
+			seq_printf(m, "unit_esu_%s %u\n", cge_dom_names[d],
+				   cge_rapl_domain_unit_esu(d));
+	}
 	seq_printf(m, "sampler_overruns %llu\n", h.overruns);
 	seq_printf(m, "energy_read_errors %llu\n", sh.read_errors);
 	seq_printf(m, "counter_wraps %llu\n", sh.wraps);

@@ -65,16 +65,17 @@ def test_tool_builds_without_kernel_headers(tmp_path):
 PROBES_EXPECTED = {
     '6.1': {**dict.fromkeys(('SIMPLE_INODE_INIT_TS', 'KN_NAME_RCU',
                              'D_REVALIDATE_DIR', 'SET_DEFAULT_D_OP',
-                             'INODE_JUST_DROP', 'RDMSRQ', 'SYSTEM_DFL_WQ'),
-                            0), 'INODE_SET_CTIME_CURRENT': 1},
+                             'INODE_JUST_DROP', 'RDMSRQ', 'SYSTEM_DFL_WQ',
+                             'MAX_DIES'), 0),
+            'INODE_SET_CTIME_CURRENT': 1},
     '6.12': {'SIMPLE_INODE_INIT_TS': 1, 'KN_NAME_RCU': 0,
              'D_REVALIDATE_DIR': 0, 'SET_DEFAULT_D_OP': 0,
              'INODE_JUST_DROP': 0, 'RDMSRQ': 0, 'SYSTEM_DFL_WQ': 1,
-             'INODE_SET_CTIME_CURRENT': 1},
+             'INODE_SET_CTIME_CURRENT': 1, 'MAX_DIES': 1},
     'sid': dict.fromkeys(('SIMPLE_INODE_INIT_TS', 'KN_NAME_RCU',
                           'D_REVALIDATE_DIR', 'SET_DEFAULT_D_OP',
                           'INODE_JUST_DROP', 'RDMSRQ', 'SYSTEM_DFL_WQ',
-                          'INODE_SET_CTIME_CURRENT'), 1),
+                          'INODE_SET_CTIME_CURRENT', 'MAX_DIES'), 1),
 }
 ONE_OUTCOME = {'INODE_SET_CTIME_CURRENT'}
 

@@ -195,3 +195,57 @@ def test_installed_qemu_is_new_enough():
     # tests/deps.sh installs it from bookworm-backports
     v = harness.qemu_version()
     assert v is not None and v >= harness.QEMU_MIN, v
+
+
+
+def test_qemu_topology(monkeypatch, tmp_path):
+    monkeypatch.setattr(harness.pvh, 'boot_image', lambda k: 'vmlinux')
+
+    def smp(**kw):
+        argv = harness.qemu_command(None, 'initrd', tmp_path,
+                                    kw.pop('cpus', 2), '1G', '', **kw)
+        return argv[argv.index('-smp') + 1]
+    # a plain boot's -smp as before
+    assert smp() == '2' and smp(sockets=2) == '2,sockets=2'
+    assert smp(cpus=4, threads=2) == '4,sockets=1,dies=1,cores=2,threads=2'
+    assert smp(cpus=4, dies=2) == '4,sockets=1,dies=2,cores=2,threads=1'
+    with pytest.raises(harness.VMError, match='whole cores'):
+        smp(cpus=3, threads=2)
+
+
+def test_suspend_loads_keep9p_first(monkeypatch, tmp_path):
+    # suspend=True: the keep9p fixture is loaded before the commands
+    seen = {}
+    monkeypatch.setattr(harness, 'check_qemu', lambda: None)
+    monkeypatch.setattr(harness.kernels, 'kernel',
+                        lambda f: kernels.Kernel(f, '6.1.0-test', tmp_path))
+    monkeypatch.setattr(harness.initramfs, 'build', lambda k: None)
+    monkeypatch.setattr(harness.build, 'build_external',
+                        lambda src, flavour: f'{Path(src).name}.ko')
+
+    def boot(k, initrd, cmds, *a):
+        seen['cmds'] = cmds
+        raise harness.VMError('stop')
+    monkeypatch.setattr(harness, '_boot', boot)
+    with pytest.raises(harness.VMError, match='stop'):
+        harness.run_vm('6.1', ['true'], suspend=True)
+    assert seen['cmds'] == [('keep9p', 'insmod keep9p.ko'), ('0', 'true')]
+
+
+def test_qemu_abort_before_init_is_recognised():
+    # the console of the EPYC-Rome boot whose QEMU aborted probing PCI
+    line = ("[    2.250954] pci 0000:00:02.0: BAR 0 [io  0xc080-0xqemu-system-"
+            "x86_64: hw/pci/msix.c:228: msix_table_mmio_write: Assertion "
+            "`addr + size <= dev->msix_entries_nr * PCI_MSIX_ENTRY_SIZE' "
+            "failed.\n")
+
+    class Res:
+        console = line
+    assert harness._qemu_abort_before_init(Res).startswith(
+        'hw/pci/msix.c:228: msix_table_mmio_write: Assertion')
+    # once the guest's init ran, commands (module code) may have run: no
+    # retry, whatever QEMU did
+    Res.console = 'cge-guest: up 5.1\n' + line
+    assert harness._qemu_abort_before_init(Res) is None
+    Res.console = '[    2.2] pci 0000:00:02.0: BAR 0\n'
+    assert harness._qemu_abort_before_init(Res) is None

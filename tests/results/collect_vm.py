@@ -11,8 +11,9 @@ kernel (and per emulated part), the newest run's figures of HEAD's commit
 of a tree with changes, are left out) with the kernel version and the date:
   systime   s_systime of tests/vm/guest/guest_engine.py: the module's irq,
             softirq and steal time against /proc/stat's
-  rapl-emu  tests/vm/guest/guest_rapl.py: conservation against the
-            emulated hardware, wraps, packages
+  rapl-emu  tests/vm/guest/guest_rapl.py: every scenario's figures but
+            detection's (conservation against the emulated hardware, wraps,
+            packages, cores, overflow, PSYS, suspend, faults)
 """
 import json
 import subprocess
@@ -54,8 +55,10 @@ def rows(kind, runs_dir):
             d = res['s_detect']['info']
             key = (flavour, d['domains'])
             row = {'domains': d['domains'], 'packages': d['packages'],
-                   **{k: res[k] for k in ('s_conservation_hw', 's_wrap',
-                                          's_packages')}}
+                   'vendor': d.get('vendor'),
+                   **{k: {f: v for f, v in r.items() if f != 'seconds'}
+                      for k, r in res.items()
+                      if k not in ('s_detect', 's_end')}}
         else:
             continue
         row.pop('seconds', None)

@@ -14,7 +14,10 @@ from QEMU's exit status.  VMError (with .result holding whatever commands
 completed) is raised on a kernel splat, a timeout or a missing verdict.  A
 command's non-zero exit status is not an error: check rc, or r.check().
 
-CLI: harness.py [--flavour 6.1] [--console] -- 'cmd1' 'cmd2' ...
+A suspend and resume cycle in the guest (run_vm's suspend=True):
+SUSPEND_CYCLE.
+
+CLI: harness.py [--flavour 6.1] [--console] [--suspend] -- 'cmd1' 'cmd2' ...
 """
 import argparse
 import os
@@ -30,8 +33,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 try:
-    from . import initramfs, kernels, pvh
+    from . import build, initramfs, kernels, pvh
 except ImportError:                       # run as a script
+    import build
     import initramfs
     import kernels
     import pvh
@@ -188,13 +192,28 @@ def _pump(proc, log, t0, state, echo):
                 state['boot'] = time.monotonic() - t0
 
 
+def smp_option(cpus, sockets=1, dies=1, threads=1):
+    """QEMU's -smp: @cpus spread over @sockets packages of @dies dies each,
+    @threads SMT siblings per core; the count alone when all are 1."""
+    if sockets == dies == threads == 1:
+        return str(cpus)
+    if dies == threads == 1:
+        return f'{cpus},sockets={sockets}'
+    cores = cpus // (sockets * dies * threads)
+    if cores * sockets * dies * threads != cpus:
+        raise VMError(f'{cpus} CPUs are not {sockets} sockets x {dies} dies '
+                      f'x {threads} threads of whole cores')
+    return (f'{cpus},sockets={sockets},dies={dies},cores={cores},'
+            f'threads={threads}')
+
+
 def qemu_command(k, initrd, rundir, cpus, mem, append, cpu_model='max',
-                 sockets=1):
+                 sockets=1, dies=1, threads=1):
     """@cpu_model: QEMU's -cpu (the RAPL tests use models whose vendor and
-    model the module's detection accepts); @sockets: packages the @cpus
-    are spread over."""
+    model the module's detection accepts); @sockets, @dies, @threads: the
+    topology the @cpus are spread over (smp_option)."""
     cmdline = f'{BOOT_ARGS} cge_init={GUEST_INIT} {append}'.strip()
-    smp = str(cpus) if sockets == 1 else f'{cpus},sockets={sockets}'
+    smp = smp_option(cpus, sockets, dies, threads)
     return [QEMU, '-machine', 'q35', '-accel', 'tcg', '-cpu', cpu_model,
             '-smp', smp, '-m', str(mem), '-no-reboot', '-nographic',
             '-nodefaults', '-serial', 'stdio',
@@ -236,6 +255,19 @@ def check_qemu():
                       'sh tests/deps.sh installs it from bookworm-backports')
 
 
+# One suspend to RAM and resume, from a guest command of a suspend=True run.
+# pm_test "core" runs the whole kernel path (tasks frozen, every device's
+# suspend callbacks to noirq, non-boot CPUs off, syscore_ops) and resumes
+# after 5 s instead of entering the firmware's S3.  A real S3 does not work
+# here: QEMU resets every device when it wakes the machine, and the 9p
+# root hangs after resume (bzImage boot, RTC wake, with keep9p); a PVH boot
+# is not resumed at all (SeaBIOS boots the kernel afresh); `rtcwake -m
+# freeze` (s2idle) is never woken by the RTC alarm.
+SUSPEND_CYCLE = ('echo core > /sys/power/pm_test && '
+                 'echo deep > /sys/power/mem_sleep && '
+                 'echo mem > /sys/power/state')
+KEEP9P = Path(__file__).resolve().parent / 'fixtures' / 'keep9p'
+
 # Wall-clock seconds a boot may take to reach the guest's 'up' line
 # (guest-init.sh prints it once its mounts are up, before any test command:
 # no module code has run).  The guest's uptime at 'up' was 2.7-61.5 s over 135 boots (median 3.9
@@ -245,23 +277,36 @@ BOOT_DEADLINE = 240
 
 
 def run_vm(flavour, commands, timeout=300, cpus=2, mem='1G', append='',
-           echo=False, cpu_model='max', sockets=1):
+           echo=False, cpu_model='max', sockets=1, dies=1, threads=1,
+           suspend=False):
     """Boot flavour once, run commands in order; returns VMResult.
+    @cpu_model, @sockets, @dies, @threads: see qemu_command.  @suspend:
+    the commands may suspend and resume the guest (SUSPEND_CYCLE): a first
+    command loads the keep9p fixture, which keeps the 9p filesystems out
+    of system sleep (virtio-pci resets their devices at resume and
+    9pnet_virtio cannot restore them); it is named 'keep9p'.
 
     Any failure raises VMError.  The one boot retried is one that did not
-    reach the guest's init within BOOT_DEADLINE s: it failed before any
-    command, so before any module code, ran; the retry says so on stderr."""
+    reach the guest's init within BOOT_DEADLINE s, or whose QEMU aborted
+    on an assertion before it: it failed before any command, so before any
+    module code, ran; the retry says so on stderr."""
     check_qemu()
     k = kernels.kernel(flavour)
     initrd = initramfs.build(k)
     cmds = _normalise(commands)
-    hw = {'cpu_model': cpu_model, 'sockets': sockets}
+    if suspend:
+        cmds.insert(0, ('keep9p',
+                        f'insmod {build.build_external(KEEP9P, flavour)}'))
+    hw = {'cpu_model': cpu_model, 'sockets': sockets, 'dies': dies,
+          'threads': threads}
     res = _boot(k, initrd, cmds, flavour, timeout, cpus, mem, append, echo,
                 hw)
-    if res.stuck_before_init:
+    abort = _qemu_abort_before_init(res)
+    if res.stuck_before_init or abort:
         _check_splats(res)
-        msg = (f'vm: {flavour} did not reach the guest\'s init in '
-               f'{BOOT_DEADLINE} s, before any command ran (console: '
+        why = (f'QEMU aborted ({abort})' if abort else
+               f'did not reach the guest\'s init in {BOOT_DEADLINE} s')
+        msg = (f'vm: {flavour} {why}, before any command ran (console: '
                f'{res.console_path}): booting it again')
         print(msg, file=sys.stderr, flush=True)
         warnings.warn(msg)      # in pytest's summary, which hides stderr
@@ -271,12 +316,31 @@ def run_vm(flavour, commands, timeout=300, cpus=2, mem='1G', append='',
     if res.stuck_before_init:
         _fail(res, f'the guest did not reach its init in {BOOT_DEADLINE} s '
                    'twice')
+    abort = _qemu_abort_before_init(res)
+    if abort:
+        _fail(res, f'QEMU aborted before the guest\'s init twice: {abort}')
     if res.exit_status in (124, 137) or res.duration > timeout + 10:
         _fail(res, f'timed out after {timeout} s')
     if (_read(res.rundir / 'verdict') or '').strip() != 'ok':
         _fail(res, 'no verdict from the guest (it crashed, rebooted or '
                    'powered off early)')
     return res
+
+
+# An assertion of QEMU's own device model, as QEMU 10.0 under TCG hit in
+# one boot of a 6.1 guest on -cpu EPYC-Rome while the kernel probed PCI
+# (hw/pci/msix.c: msix_table_mmio_write: Assertion `addr + size <=
+# dev->msix_entries_nr * PCI_MSIX_ENTRY_SIZE' failed).
+QEMU_ABORT = re.compile(r'qemu-system-\S+: (\S+: \S+: Assertion .* failed)')
+
+
+def _qemu_abort_before_init(res):
+    """QEMU's assertion if QEMU aborted before the guest's init printed
+    anything (so before any command, any module code, ran), else None."""
+    if 'cge-guest:' in res.console:
+        return None
+    m = QEMU_ABORT.search(res.console)
+    return m.group(1) if m else None
 
 
 def _check_splats(res):
@@ -369,6 +433,11 @@ def main(argv=None):
     ap.add_argument('--append', default='', help='extra kernel arguments')
     ap.add_argument('--cpu-model', default='max', help="QEMU's -cpu")
     ap.add_argument('--sockets', type=int, default=1)
+    ap.add_argument('--dies', type=int, default=1, help='dies per socket')
+    ap.add_argument('--threads', type=int, default=1,
+                    help='SMT threads per core')
+    ap.add_argument('--suspend', action='store_true',
+                    help='the commands may suspend the guest (SUSPEND_CYCLE)')
     ap.add_argument('--console', action='store_true',
                     help='stream the guest console to stderr')
     ap.add_argument('commands', nargs='+')
@@ -377,10 +446,12 @@ def main(argv=None):
     try:
         res = run_vm(a.flavour, a.commands, timeout=a.timeout, cpus=a.cpus,
                      mem=a.mem, append=a.append, echo=a.console,
-                     cpu_model=a.cpu_model, sockets=a.sockets)
+                     cpu_model=a.cpu_model, sockets=a.sockets,
+                     dies=a.dies, threads=a.threads, suspend=a.suspend)
     except VMError as e:
         err, res = e, e.result
-    except (kernels.KernelError, initramfs.InitramfsError) as e:
+    except (kernels.KernelError, initramfs.InitramfsError,
+            build.BuildError) as e:
         print(f'harness: error: {e}', file=sys.stderr)
         return 2
     for r in (res.results if res else []):

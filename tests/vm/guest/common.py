@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0
 """Helpers for scenario scripts that run inside the test VM (as root, with
 the host root read-only over 9p). Imported by the guest_*.py scripts."""
+import contextlib
 import ctypes
 import json
 import os
@@ -152,6 +153,22 @@ def mkcg(*rels):
         (CG / rel).mkdir(parents=True, exist_ok=True)
 
 
+@contextlib.contextmanager
+def housekeeping_on_cpu0():
+    """This script and the unbound work items (the module's sampler among
+    them) on CPU 0, so the other CPUs run as few tasks as the kernel lets
+    them; both restored after."""
+    wq_mask = Path('/sys/devices/virtual/workqueue/cpumask')
+    old_mask = wq_mask.read_text().strip()
+    os.sched_setaffinity(0, {0})
+    wq_mask.write_text('1\n')
+    try:
+        yield
+    finally:
+        wq_mask.write_text(old_mask + '\n')
+        os.sched_setaffinity(0, set(range(os.cpu_count())))
+
+
 def sh(cmd, check=True):
     p = subprocess.run(cmd, shell=True, text=True, capture_output=True)
     if check and p.returncode:
@@ -293,3 +310,44 @@ def main_args():
     if len(sys.argv) < 3:
         sys.exit('usage: guest_x.py MODULE.ko CGWORK')
     return os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
+
+
+EMU_TRUTH = Path('/sys/kernel/debug/cgroup_energy_emu/truth')
+
+
+def emu_truth(path=EMU_TRUTH):
+    """The test build's emulated RAPL record (kmod/emu.c), in counter units
+    (unwrapped): {'profile', 'pkg': {(pkg, domain): {esu, emitted, read,
+    reads, ...}}, 'core': {cpu: {pkg?, esu, emitted, read, ...}},
+    'cpu': {cpu: {pkg, busy_ns, uj}}}. Lines it does not know are skipped;
+    'core' and 'cpu' are empty on builds without them."""
+    out = {'profile': None, 'pkg': {}, 'core': {}, 'cpu': {}}
+    for line in Path(path).read_text().splitlines():
+        f = line.split()
+        if not f:
+            continue
+        try:
+            if f[0] == 'profile':
+                out['profile'] = f[1]
+            elif f[0] == 'pkg' and len(f) % 2 == 1:
+                out['pkg'][(int(f[1]), f[2])] = {
+                    k: int(v) for k, v in zip(f[3::2], f[4::2])}
+            elif f[0] == 'core':
+                out['core'][int(f[1])] = {
+                    k: int(v) for k, v in zip(f[2::2], f[3::2])}
+            elif f[0] == 'cpu':
+                out['cpu'][int(f[1])] = {
+                    k: int(v) for k, v in zip(f[2::2], f[3::2])}
+        except ValueError:
+            continue
+    return out
+
+
+def emu_uj(units, esu):
+    """Counter units to µJ (the emulator steps in whole µJ: exact)."""
+    return units * 1_000_000 >> esu
+
+
+def mount_debugfs():
+    sh('mountpoint -q /sys/kernel/debug || '
+       'mount -t debugfs debugfs /sys/kernel/debug')

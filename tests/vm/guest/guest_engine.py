@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from common import (CG, EN, REPO, Work, conservation_ok, cpu_usage, dmesg,
-                    freeze, info,
+                    freeze, housekeeping_on_cpu0, info,
                     insmod, kv, main_args, mkcg, mount_en, next_sample,
                     proc_idle_usec, proc_sys_usec, rmmod, scenarios, set_param, get_param, settle, sh,
                     snapshot, stat, umount_en, wait_records, SYS_KINDS)
@@ -561,23 +561,18 @@ def s_systime(ctx):
     rx.bind(('127.0.0.1', 0))
     port = rx.getsockname()[1]
     out = {'rt': rt}
-    # this script, and the module's sampler (an unbound work item), on CPU
-    # 0 too: CPU 1 runs as few tasks as the kernel lets it
-    wq_mask = Path('/sys/devices/virtual/workqueue/cpumask')
-    old_mask = wq_mask.read_text().strip()
-    os.sched_setaffinity(0, {0})
-    wq_mask.write_text('1\n')
+    # this script, and the module's sampler, on CPU 0 too: CPU 1 runs as
+    # few tasks as the kernel lets it
     try:
-        out['local'] = _systime_window(port, 3)
-        out['duty'] = _systime_window(port, 3, duty=True)
-        if not rt:
-            sh('echo 2 > /sys/class/net/lo/queues/rx-0/rps_cpus')
-            out['steered'] = _systime_window(port, 4)
+        with housekeeping_on_cpu0():
+            out['local'] = _systime_window(port, 3)
+            out['duty'] = _systime_window(port, 3, duty=True)
+            if not rt:
+                sh('echo 2 > /sys/class/net/lo/queues/rx-0/rps_cpus')
+                out['steered'] = _systime_window(port, 4)
     finally:
         rx.close()
         sh('echo 0 > /sys/class/net/lo/queues/rx-0/rps_cpus', check=False)
-        wq_mask.write_text(old_mask + '\n')
-        os.sched_setaffinity(0, set(range(os.cpu_count())))
     return out
 
 

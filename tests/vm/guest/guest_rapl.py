@@ -10,9 +10,12 @@ import sys
 import time
 from pathlib import Path
 
-from common import (EN, Work, conservation_ok, dmesg, info, insmod, mkcg,
-                    mount_en, next_sample, rmmod, scenarios, sh, snapshot,
-                    stat, umount_en)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1].parent))
+from vm.harness import SUSPEND_CYCLE  # noqa: E402
+
+from common import (Work, conservation_ok, cpu_usage, dmesg,
+                    housekeeping_on_cpu0, info, insmod, mkcg, mount_en, next_sample, rmmod, scenarios, sh, stat,
+                    umount_en)
 
 KO, CGWORK = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
 PROFILE = sys.argv[3]
@@ -23,13 +26,27 @@ HEADLINE = ('package', 'dram')
 
 
 def truth():
-    """{(pkg, domain): {'esu', 'emitted', 'read', 'reads'}} in counter units
-    (unwrapped), as the emulator keeps them."""
+    """The emulator's record, in counter units (unwrapped): {(pkg,
+    domain): {'esu', 'emitted', 'read', 'reads', ...}} per package
+    counter, {('core', C): {...}} per AMD core (C its lowest CPU) and
+    {('cpu', N): {'pkg', 'busy_ns', 'uj'}} per online CPU."""
     out = {}
     for line in TRUTH.read_text().splitlines()[1:]:
         f = line.split()
-        out[(int(f[1]), f[2])] = {k: int(v) for k, v in zip(f[3::2], f[4::2])}
+        if f[0] == 'pkg':
+            out[(int(f[1]), f[2])] = {k: int(v)
+                                      for k, v in zip(f[3::2], f[4::2])}
+        elif f[0] in ('core', 'cpu'):
+            out[(f[0], int(f[1]))] = {k: int(v)
+                                      for k, v in zip(f[2::2], f[3::2])}
     return out
+
+
+def counters(t, kind):
+    """The entries of @kind ('pkg', 'core', 'cpu') of truth() @t."""
+    if kind == 'pkg':
+        return {k: v for k, v in t.items() if isinstance(k[0], int)}
+    return {k[1]: v for k, v in t.items() if k[0] == kind}
 
 
 def uj(units, esu):
@@ -39,8 +56,55 @@ def uj(units, esu):
 
 
 def headline_uj(t):
-    return sum(uj(v['read'], v['esu']) for (p, d), v in t.items()
-               if d in HEADLINE)
+    return sum(uj(v['read'], v['esu'])
+               for (p, d), v in counters(t, 'pkg').items() if d in HEADLINE)
+
+
+def pkg_uj(a, b, domains=HEADLINE):
+    """{package: µJ the emulator returned between truth() @a and @b} for
+    @domains."""
+    out = {}
+    for (p, d), v in counters(b, 'pkg').items():
+        if d in domains:
+            out[p] = out.get(p, 0) + uj(v['read'] - a[(p, d)]['read'],
+                                        v['esu'])
+    return out
+
+
+def core_uj(a, b, c):
+    """µJ core @c drew between truth() @a and @b, as the emulator emitted
+    it (an idle core's counter is not read at every sample)."""
+    va, vb = a[('core', c)], b[('core', c)]
+    return (vb['emitted'] - va['emitted']) * 1_000_000 // (1 << vb['esu'])
+
+
+def delta(a, b, rel, key):
+    return b['stat'][rel][key] - a['stat'][rel][key]
+
+
+def running(cgs, timeout=60):
+    """Wait until every cgroup of @cgs has used CPU time: their processes
+    have started."""
+    deadline = time.monotonic() + timeout
+    while not all(cpu_usage(cg) for cg in cgs):
+        if time.monotonic() > deadline:
+            raise RuntimeError(f'no CPU time in {cgs} after {timeout} s')
+        time.sleep(0.05)
+
+
+def inside(rels, loads, secs=3):
+    """Start @loads [(cgroup, cpu)] of busy loops, and return two
+    next_sample() snapshots of @rels with the emulator's record, @secs
+    apart, both while the loops run (they have started and spin 2 s
+    longer): a window with no idle edges."""
+    ws = [W.start(cg, 'busy', secs + 2, cpu=cpu) for cg, cpu in loads]
+    running({cg for cg, _ in loads})
+    a = next_sample(rels, extra=truth)
+    time.sleep(secs)
+    b = next_sample(rels, extra=truth)
+    for w in ws:
+        w.wait()
+    return a, b
 
 
 def load(params=''):
@@ -64,20 +128,23 @@ def s_detect(ctx):
     i = info()
     log = [ln.split('] ', 1)[-1] for ln in dmesg().splitlines()
            if 'cgroup_energy' in ln]
-    return {'info': {k: i[k] for k in ('source', 'domains', 'packages')},
+    return {'info': {**{k: i[k] for k in ('source', 'domains', 'packages',
+                                          'vendor')},
+                     'units': {k[len('unit_esu_'):]: v for k, v in i.items()
+                               if k.startswith('unit_esu_')}},
             'keys': sorted(stat()), 'truth': sorted(
                 f'{p} {d}' for p, d in truth()), 'log': log}
 
 
 def s_conservation_hw(ctx):
     """Work in several cgroups, on both CPUs, created and removed; after
-    each sample for 8 s, the root's total_uj against the headline energy
+    each sample for 5 s, the root's total_uj against the headline energy
     the emulator returned: their difference (the energy before the module
     primed its counters) never changes, to the µJ."""
     mkcg('hw/a', 'hw/b')
-    ws = [W.start('hw/a', 'busy', 6, cpu=0), W.start('hw/b', 'busy', 6, cpu=1)]
+    ws = [W.start('hw/a', 'busy', 4, cpu=0), W.start('hw/b', 'busy', 4, cpu=1)]
     diffs, conserved = [], []
-    t_end = time.monotonic() + 8
+    t_end = time.monotonic() + 5
     n = 0
     while time.monotonic() < t_end:
         s = next_sample(extra=truth)
@@ -96,27 +163,35 @@ def s_conservation_hw(ctx):
             'conserved': all(conserved),
             'total_uj': stat()['total_uj'],
             'reads_per_domain': {f'{p} {d}': v['reads']
-                                 for (p, d), v in last.items()}}
+                                 for (p, d), v in counters(last,
+                                                           'pkg').items()}}
 
 
 def s_wrap(ctx):
     """Power times 10,000: the 32-bit counters wrap every second or two.
-    Reloaded so; conservation against the emulator holds across them."""
+    Reloaded so; conservation against the emulator holds across them. A
+    busy loop on each core (CPUs 0 and 2 of 4 on AMD), so that every core
+    counter is read every interval."""
     unload()
     load('emu_scale=10000')
     mkcg('wrap')
-    w = W.start('wrap', 'busy', 6, cpu=0)
+    cpus = sorted({core_of(c) for c in range(os.cpu_count())}) \
+        if PROFILE == 'amd-zen' else [0]
+    ws = [W.start('wrap', 'busy', 5, cpu=c) for c in cpus]
     a = next_sample(extra=truth)
-    time.sleep(6)
+    time.sleep(4)
     b = next_sample(extra=truth)
-    w.wait()
+    for w in ws:
+        w.wait()
     ra, rb = a['stat'][''], b['stat']['']
-    crossed = sum((v['read'] >> 32) - (a['extra'][k]['read'] >> 32)
-                  for k, v in b['extra'].items())
+    ta, tb = a['extra'], b['extra']
+    ctrs = [(k, v['read']) for k, v in counters(tb, 'pkg').items()] + [
+        (('core', c), v['read']) for c, v in counters(tb, 'core').items()]
+    crossed = sum((r >> 32) - (ta[k]['read'] >> 32) for k, r in ctrs)
     return {'wraps': b['info']['counter_wraps'] - a['info']['counter_wraps'],
             'crossed': crossed,
             'module_uj': rb['total_uj'] - ra['total_uj'],
-            'hw_uj': headline_uj(b['extra']) - headline_uj(a['extra']),
+            'hw_uj': headline_uj(tb) - headline_uj(ta),
             'conserved': conservation_ok(rb)}
 
 
@@ -130,10 +205,7 @@ def s_packages(ctx):
     a = next_sample(['', 'pk'], extra=truth)
     W.run('pk', 'busy', 4, cpu=0)
     b = next_sample(['', 'pk'], extra=truth)
-    pk = {p: sum(uj(b['extra'][(p, d)]['read'] - a['extra'][(p, d)]['read'],
-                    b['extra'][(p, d)]['esu'])
-                 for (q, d) in b['extra'] if q == p and d in HEADLINE)
-          for p, _ in b['extra']}
+    pk = pkg_uj(a['extra'], b['extra'])
     ra, rb = a['stat'][''], b['stat']['']
     return {'cg_uj': b['stat']['pk']['energy_uj'] -
             a['stat']['pk']['energy_uj'],
@@ -142,10 +214,201 @@ def s_packages(ctx):
             'pkg_uj': pk, 'packages': b['info']['packages']}
 
 
+def s_late_cpu(ctx):
+    """Booted with maxcpus=1: CPU 1 (package 1) is offline at load, its
+    topology unknown. Brought online, it joins package 1: a busy loop on it
+    is charged from package 1's energy."""
+    sh('dmesg -C')
+    load()
+    try:
+        before = info()['packages']
+        sh('echo 1 > /sys/devices/system/cpu/cpu1/online')
+        mkcg('late')
+        a, b = inside(['', 'late'], [('late', 1)], 2)
+    finally:
+        unload()
+    return {'packages_at_load': before,
+            'packages': b['info']['packages'],
+            'cg_uj': delta(a, b, 'late', 'energy_uj'),
+            'pkg_uj': pkg_uj(a['extra'], b['extra'])}
+
+
+def s_psys(ctx):
+    """The platform's energy (PSYS, read with package 0) is shared by all
+    packages: a busy loop alone on package 1 gets its part."""
+    mkcg('ps')
+    a = next_sample(['', 'ps'], extra=truth)
+    W.run('ps', 'busy', 3, cpu=1)
+    b = next_sample(['', 'ps'], extra=truth)
+    return {'cg_psys_uj': delta(a, b, 'ps', 'psys_uj'),
+            'root_psys_uj': delta(a, b, '', 'psys_uj'),
+            'psys_uj': pkg_uj(a['extra'], b['extra'], ('psys',))[0],
+            'packages': b['info']['packages']}
+
+
+def s_overflow(ctx):
+    """64 cgroups on CPU 1 (package 1), each a process calling
+    sched_yield(): they take turns many times an interval, 64 cgroups
+    against the 32 slots of a CPU's cache, so about half of their time
+    takes the overflow path. CPU 1 draws 40 W busy, CPU 0 stays idle: their
+    energy must come from package 1, whose share of it they take nearly
+    all of."""
+    unload()
+    load('emu_cpu_busy_mw=8000,40000')
+    cgs = [f'ov/c{i}' for i in range(64)]
+    mkcg(*cgs)
+    ws = [W.start(cg, 'yield', 6, cpu=1) for cg in cgs]
+    running(cgs)
+    a = next_sample(['', 'ov'], extra=truth)
+    time.sleep(2)
+    b = next_sample(['', 'ov'], extra=truth)
+    for w in ws:
+        w.wait()
+    return {'overflows': b['info']['cache_overflows'] -
+            a['info']['cache_overflows'],
+            'samples': b['info']['samples'] - a['info']['samples'],
+            'cg_uj': delta(a, b, 'ov', 'energy_uj'),
+            'pkg_uj': pkg_uj(a['extra'], b['extra'])}
+
+
+def core_of(cpu):
+    """The emulator's name of @cpu's core: its lowest CPU, as the kernel
+    groups SMT siblings (6.1 sees none on QEMU's EPYC-Rome)."""
+    sib = Path(f'/sys/devices/system/cpu/cpu{cpu}/topology/'
+               'thread_siblings_list').read_text().strip()
+    return min(int(x.split('-')[0]) for x in sib.split(','))
+
+
+def s_cores(ctx):
+    """AMD, 4 CPUs: CPUs 2 and 3 draw 12 W busy, 0 and 1 3 W. A cgroup
+    filling CPUs 2 and 3 gets their cores' per-core energy; then, with
+    only CPU 0 busy, the idle cores' counters are not read (no IPI wakes
+    them) while CPU 0's core is, each interval; reads are on the core."""
+    unload()
+    load('emu_cpu_busy_mw=3000,3000,12000,12000')
+    mkcg('hi', 'lo')
+    hi = sorted({core_of(2), core_of(3)})
+    lo = core_of(0)
+    a, b = inside(['', 'hi', 'lo'], [('hi', 2), ('hi', 3), ('lo', 0)], 2)
+    with housekeeping_on_cpu0():
+        b2, c = inside(['', 'hi', 'lo'], [('lo', 0)], 2)
+    ta, tb, tc = a['extra'], b2['extra'], c['extra']
+    return {'hi_cores': hi, 'lo_core': lo,
+            'cores': sorted(counters(tb, 'core')),
+            'hi_core_uj': delta(a, b, 'hi', 'core_uj'),
+            'lo_core_uj': delta(a, b, 'lo', 'core_uj'),
+            'hi_truth_uj': sum(core_uj(ta, b['extra'], k) for k in hi),
+            'lo_truth_uj': core_uj(ta, b['extra'], lo),
+            'idle_phase_samples': c['info']['samples'] -
+            b2['info']['samples'],
+            'idle_phase_reads': {k: v['reads'] - tb[('core', k)]['reads']
+                                 for k, v in counters(tc, 'core').items()},
+            'remote': {k: v['remote'] - ta[('core', k)]['remote']
+                       for k, v in counters(tc, 'core').items()},
+            'read_errors': c['info']['energy_read_errors'] -
+            a['info']['energy_read_errors']}
+
+
+def s_sibling(ctx):
+    """CPU 2 goes offline and back while CPU 3 runs a busy loop: the
+    counter state is the core's, not a CPU's, so where they are siblings
+    (6.12 on) nothing is invented or counted twice when CPU 3 is the one
+    left to read it; the offline CPU is not read."""
+    mkcg('sib')
+    cores = sorted({core_of(2), core_of(3)})
+    w = W.start('sib', 'busy', 6, cpu=3)
+    running(['sib'])
+    a = next_sample(['', 'sib'], extra=truth)
+    try:
+        time.sleep(0.5)
+        sh('echo 0 > /sys/devices/system/cpu/cpu2/online')
+        time.sleep(2)
+    finally:
+        sh('echo 1 > /sys/devices/system/cpu/cpu2/online')
+    time.sleep(1)
+    b = next_sample(['', 'sib'], extra=truth)
+    w.wait()
+    return {'siblings': len(cores) == 1,
+            'cg_core_uj': delta(a, b, 'sib', 'core_uj'),
+            'core_uj': sum(core_uj(a['extra'], b['extra'], k)
+                           for k in cores),
+            'read_errors': b['info']['energy_read_errors'] -
+            a['info']['energy_read_errors']}
+
+
+def s_faults(ctx):
+    """The uncore domain reads as zero (absent) and every 7th counter read
+    fails: detection leaves uncore out, each failure is counted, and
+    nothing is lost or invented: total_uj against the emulator as in
+    s_conservation_hw."""
+    unload()
+    load('emu_zero=uncore emu_fail_every=7')
+    mkcg('fa')
+    w = W.start('fa', 'busy', 4, cpu=0)
+    a = next_sample(extra=truth)
+    diffs = []
+    for _ in range(8):
+        s = next_sample(extra=truth)
+        diffs.append(headline_uj(s['extra']) - s['stat']['']['total_uj'])
+    w.wait()
+    failed = sum(v.get('failed', 0) for v in counters(s['extra'],
+                                                      'pkg').values())
+    return {'domains': s['info']['domains'],
+            'keys': sorted(k for k in stat() if k.endswith('_uj')),
+            'read_errors': s['info']['energy_read_errors'] -
+            a['info']['energy_read_errors'],
+            'failed': failed - sum(v.get('failed', 0)
+                                   for v in counters(a['extra'],
+                                                     'pkg').values()),
+            'distinct_diffs': sorted(set(diffs))}
+
+
+def s_suspend(ctx):
+    """A suspend to RAM and resume through the whole kernel path (the
+    harness's SUSPEND_CYCLE: pm_test core, all but the firmware's S3), with
+    a busy loop running across it. The emulated
+    counters restart at resume, as real ones do. The module samples last
+    before the suspend and starts its counters afresh after resume: no
+    restart is taken for a wrap, and total_uj grows by what the emulator
+    returned less what no reader can see (from the last read before the
+    restart to the first after it: 'gap')."""
+    mkcg('sus')
+    w = W.start('sus', 'busy', 8, cpu=0)
+    a = next_sample(extra=truth)
+    sh(SUSPEND_CYCLE)
+    next_sample()
+    b = next_sample(extra=truth)
+    w.wait()
+    ta, tb = a['extra'], b['extra']
+    pk = counters(tb, 'pkg')
+
+    def seen(t):
+        return sum(uj(v['read'] - v['gap'], v['esu'])
+                   for (p, d), v in counters(t, 'pkg').items()
+                   if d in HEADLINE)
+    return {'restarts': min(v['restarts'] - ta[k]['restarts']
+                            for k, v in pk.items()),
+            'wraps': b['info']['counter_wraps'] - a['info']['counter_wraps'],
+            'resyncs': b['info']['counter_resyncs'] -
+            a['info']['counter_resyncs'],
+            'module_uj': delta(a, b, '', 'total_uj'),
+            'hw_uj': seen(tb) - seen(ta),
+            'conserved': conservation_ok(b['stat'][''])}
+
+
 def s_end(ctx):
     unload()
     return {}
 
 
+SCENARIOS = {
+    'intel-client': [s_detect, s_conservation_hw, s_wrap, s_packages, s_psys,
+                     s_suspend, s_faults, s_end],
+    'intel-server': [s_late_cpu, s_detect, s_conservation_hw, s_wrap,
+                     s_packages, s_overflow, s_end],
+    'amd-zen': [s_detect, s_conservation_hw, s_wrap, s_cores, s_sibling,
+                s_end],
+}
+
 if __name__ == '__main__':
-    scenarios([s_detect, s_conservation_hw, s_wrap, s_packages, s_end], {})
+    scenarios(SCENARIOS[PROFILE], {})

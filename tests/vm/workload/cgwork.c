@@ -6,6 +6,7 @@
  *   cgwork [-c|-C CGROUP_DIR] [-p CPU] busy SECONDS
  *   cgwork [-c|-C CGROUP_DIR] [-p CPU] cpu CPU_SECONDS
  *   cgwork [-c|-C CGROUP_DIR] [-p CPU] sleeper PERIOD_US SECONDS
+ *   cgwork [-c|-C CGROUP_DIR] [-p CPU] yield SECONDS
  *   cgwork [-c|-C CGROUP_DIR] [-p CPU] spawn N BUSY_US
  *   cgwork [-c|-C CGROUP_DIR] [-p CPU] hop BASE_DIR N BUSY_US
  *
@@ -16,6 +17,9 @@
  * it. -p pins to one CPU.
  * busy spins for SECONDS of wall time, cpu until the process has used
  * CPU_SECONDS of CPU time, however long the CPU is shared.
+ * yield calls sched_yield() for SECONDS of wall time: with others runnable
+ * on its CPU it hands over at once, so many processes take turns many times
+ * a tick.
  * hop creates BASE_DIR/hN, runs BUSY_US in it, moves back and removes it, N
  * times: cgroup churn without a process per cgroup.
  */
@@ -199,6 +203,13 @@ int main(int argc, char **argv)
 			usleep(period);
 		return 0;
 	}
+	if (argc >= 2 && !strcmp(argv[0], "yield")) {
+		double end = now() + atof(argv[1]);
+
+		while (now() < end)
+			sched_yield();
+		return 0;
+	}
 	if (argc >= 3 && !strcmp(argv[0], "spawn")) {
 		long n = atol(argv[1]), busy = atol(argv[2]);
 
@@ -219,6 +230,6 @@ int main(int argc, char **argv)
 	}
 	if (argc >= 4 && !strcmp(argv[0], "hop"))
 		return hop(argv[1], atol(argv[2]), atol(argv[3]));
-	fprintf(stderr, "usage: cgwork [-c|-C CGROUP] [-p CPU] busy SEC | cpu CPU_SEC | sleeper PERIOD_US SEC | spawn N BUSY_US | hop BASE N BUSY_US\n");
+	fprintf(stderr, "usage: cgwork [-c|-C CGROUP] [-p CPU] busy SEC | cpu CPU_SEC | sleeper PERIOD_US SEC | yield SEC | spawn N BUSY_US | hop BASE N BUSY_US\n");
 	return 2;
 }

@@ -1,0 +1,37 @@
+# SPDX-License-Identifier: GPL-2.0
+"""Committed results describe the code beside them: each records the git
+tree hash of kmod/ it was measured on (bench/treeinfo.py), and it must be
+HEAD's. Host test (make check's host stage)."""
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+# results file: (how to get its kmod_tree, the command that regenerates it)
+FILES = {
+    'bench/results/latest.json':
+        (lambda d: d.get('git', {}).get('kmod_tree'), 'make bench'),
+    'bench/results/validation.json':
+        (lambda d: d.get('report', {}).get('build_info', {}).get('kmod_tree'),
+         'make validate'),
+}
+
+
+def head_kmod():
+    p = subprocess.run(['git', '-C', str(REPO), 'rev-parse', 'HEAD:kmod'],
+                       capture_output=True, text=True)
+    if p.returncode:
+        pytest.skip('not a git checkout: no tree hash to compare with')
+    return p.stdout.strip()
+
+
+@pytest.mark.parametrize('rel', sorted(FILES))
+def test_results_measured_on_head_kmod(rel):
+    head = head_kmod()
+    get, cmd = FILES[rel]
+    recorded = get(json.loads((REPO / rel).read_text()))
+    assert recorded == head, (
+        f'{rel} was measured on kmod tree {recorded}, HEAD\'s kmod/ is '
+        f'{head}: re-run `{cmd}` and commit its results')
