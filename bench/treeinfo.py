@@ -13,7 +13,8 @@ RESULTS = 'bench/results/'
 def git(*args, repo=REPO):
     p = subprocess.run(['git', '-C', str(repo), *args], text=True,
                        capture_output=True)
-    return p.stdout.strip() if p.returncode == 0 else None
+    # not strip(): `status --porcelain` lines begin with a blank
+    return p.stdout.rstrip('\n') if p.returncode == 0 else None
 
 
 def kmod_tree(repo=REPO):

@@ -35,3 +35,27 @@ def test_results_measured_on_head_kmod(rel):
     assert recorded == head, (
         f'{rel} was measured on kmod tree {recorded}, HEAD\'s kmod/ is '
         f'{head}: re-run `{cmd}` and commit its results')
+
+
+def test_clean_ignores_only_results(tmp_path):
+    # a modified results file leaves the tree clean, even as the first line
+    # of `git status --porcelain` (which begins with a blank); another
+    # modified file does not
+    import sys
+    sys.path.insert(0, str(REPO / 'bench'))
+    import treeinfo
+
+    def git(*a):
+        subprocess.run(['git', '-C', str(tmp_path), *a], check=True,
+                       capture_output=True)
+    (tmp_path / 'bench/results').mkdir(parents=True)
+    (tmp_path / 'kmod').mkdir()
+    for f in ('bench/results/validation.json', 'kmod/a.c', 'README.md'):
+        (tmp_path / f).write_text('0\n')
+    git('init', '-q')
+    git('add', '.')
+    git('-c', 'user.name=t', '-c', 'user.email=t@t', 'commit', '-qm', 'x')
+    (tmp_path / 'bench/results/validation.json').write_text('1\n')
+    assert treeinfo.tree_info(tmp_path)['clean'] is True
+    (tmp_path / 'README.md').write_text('1\n')
+    assert treeinfo.tree_info(tmp_path)['clean'] is False
