@@ -12,6 +12,9 @@ import threading
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1].parent))
+from vm.harness import PM_TEST_DELAY  # noqa: E402
+
 from common import (CG, EN, REPO, Work, conservation_ok, cpu_usage, dmesg,
                     freeze, housekeeping_on_cpu0, info,
                     insmod, kv, main_args, mkcg, mount_en, next_sample,
@@ -453,7 +456,7 @@ def s_suspend(ctx):
     # tasks freeze and thaw, the machine does not sleep (QEMU without KVM
     # does not wake from suspend-to-idle).
     before = info()['counter_resyncs']
-    p = sh('echo freezer > /sys/power/pm_test && '
+    p = sh(f'{PM_TEST_DELAY} && echo freezer > /sys/power/pm_test && '
            'echo freeze > /sys/power/state; rc=$?; '
            'echo none > /sys/power/pm_test; exit $rc', check=False)
     settle()
