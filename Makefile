@@ -8,7 +8,7 @@ PYTHON ?= /usr/bin/python3
 export CGE_CACHE
 
 .PHONY: all module tool kunit style check demo bench validate clean install \
-	uninstall dkms-install dkms-uninstall kernels-update
+	uninstall dkms-install dkms-uninstall kernels-update deb
 
 all: module tool
 
@@ -67,3 +67,8 @@ dkms-install:
 
 dkms-uninstall:
 	sh dist/dkms.sh uninstall
+
+# The Debian packages cgroup-energy-dkms and energystat, built from a copy of
+# the tree into .build/deb (DEBDIR=). See dist/deb.sh and debian/rules.
+deb:
+	sh dist/deb.sh
