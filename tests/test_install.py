@@ -19,6 +19,7 @@ import pytest
 
 from vm import kernels
 import need
+from versions import cge_version, conf_value, dkms_sources
 
 REPO = Path(__file__).resolve().parents[1]
 NAME = 'cgroup-energy'
@@ -36,18 +37,6 @@ def dkms_present():
 
 
 needs_dkms = pytest.mark.usefixtures('dkms_present')
-
-
-def conf_value(key):
-    text = (REPO / 'dkms.conf').read_text()
-    m = re.search(rf'^{re.escape(key)}="?([^"\n]*)"?$', text, re.M)
-    assert m, f'{key} not in dkms.conf'
-    return m.group(1)
-
-
-def cge_version():
-    h = (REPO / 'include/cgroup_energy.h').read_text()
-    return re.search(r'#define CGE_VERSION\s+"([^"]+)"', h).group(1)
 
 
 def listing(paths):
@@ -206,13 +195,7 @@ def test_dkms_install(installed, tree):
 def test_dkms_sources_are_the_listed_files(installed, tree):
     src = tree.src / f'{NAME}-{cge_version()}'
     got = {str(p.relative_to(src)) for p in src.rglob('*') if p.is_file()}
-    want = {'Kbuild', 'dkms.conf'}
-    want |= {f'include/{p.name}' for p in (REPO / 'include').glob('*.h')}
-    want |= {f'kmod/{p.name}' for p in (REPO / 'kmod').glob('*.[ch]')}
-    want |= {f'kmod/{p.name}' for p in (REPO / 'kmod').glob('*.mk')}
-    # the test build's emulated hardware stays out of what DKMS builds
-    want -= {'kmod/emu.c'}
-    assert got == want
+    assert got == dkms_sources()
 
 
 @needs_dkms
