@@ -61,7 +61,7 @@ uninstall:
 	MAKE='$(MAKE)' sh dist/install.sh uninstall
 
 # The module, with DKMS, for KVER (default: the running kernel) and every
-# kernel installed later. See dist/dkms.sh and README.md.
+# kernel installed later. See dist/dkms.sh and docs/install.md.
 dkms-install:
 	KVER='$(KVER)' sh dist/dkms.sh install
 

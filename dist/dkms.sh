@@ -129,7 +129,7 @@ do_install() {
 	if command -v mokutil >/dev/null 2>&1 &&
 	   mokutil --sb-state 2>/dev/null | grep -q 'SecureBoot enabled'; then
 		say "Secure Boot is on: the module is signed with DKMS's MOK key;" \
-			"enroll it once if not done yet (README: Secure Boot)"
+			"enroll it once if not done yet (docs/install.md: Secure Boot)"
 	fi
 }
 

@@ -391,6 +391,8 @@ def test_install_uninstall_leaves_nothing(tmp_path):
         f'usr/local/lib/systemd/system/{UNIT}',
         'usr/local/lib/modules-load.d/cgroup-energy.conf',
         'usr/local/share/doc/cgroup-energy/modprobe.d/cgroup-energy.conf',
+        'usr/local/share/doc/cgroup-energy/README.md',
+        'usr/local/share/doc/cgroup-energy/contract.md',
         'usr/local/share/doc/cgroup-energy/INSTALLED',
     }
     stage_install(dest)                                # twice is fine
@@ -444,14 +446,14 @@ def test_mount_unit_verifies(tmp_path):
                      text, re.M)
 
 
-def test_readme_fstab_line_makes_a_valid_unit(tmp_path):
+def test_install_doc_fstab_line_makes_a_valid_unit(tmp_path):
     need.need('systemd-analyze', 'systemd')
     if not Path('/lib/systemd/system-generators/systemd-fstab-generator'
                 ).exists():
         need.missing('systemd-fstab-generator missing (apt-get install '
                      'systemd)')
-    readme = (REPO / 'README.md').read_text()
-    lines = [ln.strip() for ln in readme.splitlines()
+    doc = (REPO / 'docs/install.md').read_text()
+    lines = [ln.strip() for ln in doc.splitlines()
              if re.match(r'\s*cgroup_energy\s+/sys/fs/cgroup_energy\s', ln)]
     assert len(lines) == 1, lines
     (tmp_path / 'fstab').write_text(lines[0] + '\n')
