@@ -152,8 +152,16 @@ def test_energystat_package_is_make_install(debs, tmp_path):
     rules = (REPO / 'debian/rules').read_text()
     layout = re.search(r'^LAYOUT = ((?:.*\\\n)*.*)$', rules, re.M)[1]
     layout = layout.replace('\\\n', ' ').split()
+    # in a copy, as make deb builds: the tool's build stays out of the tree
+    tree = tmp_path / 'tree'
+    tree.mkdir()
+    files = run(['git', '-C', str(REPO), 'ls-files', '-z', '-c', '-o',
+                 '--exclude-standard']).stdout
+    r = subprocess.run(['tar', '--null', '-T', '-', '-cf', '-'], cwd=REPO,
+                       input=files.encode(), capture_output=True, check=True)
+    subprocess.run(['tar', '-xf', '-'], cwd=tree, input=r.stdout, check=True)
     dest = tmp_path / 'stage'
-    r = run(['make', '--no-print-directory', '-C', str(REPO), 'install',
+    r = run(['make', '--no-print-directory', '-C', str(tree), 'install',
              f'DESTDIR={dest}', *layout])
     assert r.returncode == 0, r.out
     staged = {'/' + str(p.relative_to(dest)) for p in dest.rglob('*')
