@@ -8,7 +8,7 @@ PYTHON ?= /usr/bin/python3
 export CGE_CACHE
 
 .PHONY: all module tool kunit style check demo bench validate clean install \
-	uninstall dkms-install dkms-uninstall kernels-update
+	uninstall dkms-install dkms-uninstall kernels-update deb
 
 all: module tool
 
@@ -61,9 +61,14 @@ uninstall:
 	MAKE='$(MAKE)' sh dist/install.sh uninstall
 
 # The module, with DKMS, for KVER (default: the running kernel) and every
-# kernel installed later. See dist/dkms.sh and README.md.
+# kernel installed later. See dist/dkms.sh and docs/install.md.
 dkms-install:
 	KVER='$(KVER)' sh dist/dkms.sh install
 
 dkms-uninstall:
 	sh dist/dkms.sh uninstall
+
+# The Debian packages cgroup-energy-dkms and energystat, built from a copy of
+# the tree into .build/deb (DEBDIR=). See dist/deb.sh and debian/rules.
+deb:
+	sh dist/deb.sh

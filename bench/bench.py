@@ -10,9 +10,10 @@ call; sampler cost and memory with 10, 1,000 and 10,000 cgroups. Then boots
 6.1-rt for cyclictest with and without the module. Writes
 bench/results/latest.json and latest.md and prints the table.
 
-Timing in a TCG guest varies by about 15 % from run to run (DESIGN.md 5):
-every ratio is the median of pairwise ratios of adjacent runs, with min and
-max. The figures are relative; on a real host see README.md, "Overhead".
+Timing in a TCG guest varies by about 15 % from run to run (docs/overhead.md,
+"These are TCG figures"): every ratio is the median of pairwise ratios of
+adjacent runs, with min and max. The figures are relative; on a real host see
+docs/overhead.md, "On a real machine".
 
   bench.py [--pairs-b N] [--pairs-c N] [--no-rt] [--only SECTIONS]
            [--out DIR] [--record-baseline] [--local [--kdir DIR]]
@@ -413,7 +414,7 @@ def targets(s, local=False):
             'value': s['ns_per_switch_net'],
             'target': f'<= {TARGET_NS_BARE_METAL} on bare metal', 'met': None,
             'note': 'TCG guest: emulation inflates every ns, not comparable; '
-                    'see README, Overhead'}
+                    'see docs/overhead.md'}
     return out
 
 

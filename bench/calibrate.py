@@ -60,8 +60,8 @@ ALL_FIELDS = range(1, 9)            # ... idle iowait, steal (not guest*)
 
 def read_stat(path=STAT):
     """The root's total_uj, energy_uj and each domain's key. The root shows
-    per domain only the part attributed to cgroups (README, "validate on
-    real hardware"), split with the headline's fractions."""
+    per domain only the part attributed to cgroups (docs/accuracy.md, "On a
+    real machine (RAPL)"), split with the headline's fractions."""
     out = {'dom': {}}
     for line in Path(path).read_text().splitlines():
         k, _, v = line.partition(' ')
@@ -263,7 +263,7 @@ def main(argv=None):
     a = ap.parse_args(argv)
     if not a.stat.exists():
         sys.exit(f'calibrate: {a.stat}: no such file (load cgroup_energy and '
-                 'mount its file system: see README)')
+                 'mount its file system: see docs/install.md)')
     src = a.stat.with_name('energy.info').read_text()
     if 'source rapl' not in src:
         print('calibrate: warning: the module\'s source is not rapl: this '

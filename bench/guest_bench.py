@@ -414,7 +414,7 @@ def cmd_selftime(a):
             if w.name == 'pipe':
                 # share of the benchmark's time spent in the probe: a pipe
                 # op is two switches on the one CPU. Scales out the guest's
-                # speed, which the host's load sets (DESIGN.md 5).
+                # speed, which the host's load sets (docs/overhead.md).
                 rep['share'] = i1['probe_ns_mean'] * 2 * tput / 1e9
             out['reps'].append(rep)
             log(f'selftime: {w.name} rep {r + 1}: {rep}')

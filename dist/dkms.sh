@@ -13,6 +13,9 @@
 #                               their sources. A loaded module stays loaded
 #                               until `umount /sys/fs/cgroup_energy; rmmod
 #                               cgroup_energy` or the next boot.
+#   sh dist/dkms.sh sources DIR copy the module sources to
+#                               DIR/cgroup-energy-<version>, nothing else
+#                               (the Debian package's build: debian/rules).
 #
 # Environment (all optional):
 #   KVER       kernel to build for now (default: the running one, uname -r);
@@ -72,28 +75,16 @@ remove_version() { # remove_version VERSION
 	rm -rf "${SRCTREE:?}/$NAME-$1"
 }
 
-need_dkms() {
-	command -v "${DKMS%% *}" >/dev/null 2>&1 ||
-		die "dkms not found: apt-get install dkms"
-}
-
-do_install() {
-	need_dkms
+# copy_sources DIR: the module sources (FILES less TEST_ONLY) into
+# DIR/$NAME-<version>, replacing what was there; sets ver and dst.
+copy_sources() {
 	ver=$(version)
 	[ -n "$ver" ] || die "no PACKAGE_VERSION in $REPO/dkms.conf"
 	hver=$(sed -n 's/^#define CGE_VERSION[[:space:]]*"\(.*\)"/\1/p' \
 		"$REPO/include/cgroup_energy.h")
 	[ "$ver" = "$hver" ] ||
 		die "dkms.conf PACKAGE_VERSION $ver != CGE_VERSION $hver"
-	kdir=${KDIR:-/lib/modules/$KVER/build}
-	if [ ! -d "$kdir" ]; then
-		die "no kernel build tree for $KVER at $kdir; install it: " \
-			"apt-get install linux-headers-$KVER"
-	fi
-	for v in $(registered); do
-		remove_version "$v"
-	done
-	dst=$SRCTREE/$NAME-$ver
+	dst=$1/$NAME-$ver
 	say "copying the module sources to $dst"
 	rm -rf "$dst"
 	mkdir -p "$dst"
@@ -103,6 +94,24 @@ do_install() {
 		mkdir -p "$dst/$(dirname "$f")"
 		cp -p "$f" "$dst/$f"
 	done)
+}
+
+need_dkms() {
+	command -v "${DKMS%% *}" >/dev/null 2>&1 ||
+		die "dkms not found: apt-get install dkms"
+}
+
+do_install() {
+	need_dkms
+	kdir=${KDIR:-/lib/modules/$KVER/build}
+	if [ ! -d "$kdir" ]; then
+		die "no kernel build tree for $KVER at $kdir; install it: " \
+			"apt-get install linux-headers-$KVER"
+	fi
+	for v in $(registered); do
+		remove_version "$v"
+	done
+	copy_sources "$SRCTREE"
 	set -- -m "$NAME" -v "$ver" -k "$KVER"
 	[ -n "$KDIR" ] && set -- "$@" --kernelsourcedir "$KDIR"
 	dkms_ add -m "$NAME" -v "$ver"
@@ -120,7 +129,7 @@ do_install() {
 	if command -v mokutil >/dev/null 2>&1 &&
 	   mokutil --sb-state 2>/dev/null | grep -q 'SecureBoot enabled'; then
 		say "Secure Boot is on: the module is signed with DKMS's MOK key;" \
-			"enroll it once if not done yet (README: Secure Boot)"
+			"enroll it once if not done yet (docs/install.md: Secure Boot)"
 	fi
 }
 
@@ -144,5 +153,7 @@ do_uninstall() {
 case "${1:-}" in
 install) do_install ;;
 uninstall) do_uninstall ;;
-*) die "usage: sh dist/dkms.sh install|uninstall" ;;
+sources) [ $# = 2 ] || die "usage: sh dist/dkms.sh sources DIR"
+	copy_sources "$2" ;;
+*) die "usage: sh dist/dkms.sh install|uninstall|sources DIR" ;;
 esac

@@ -2,8 +2,10 @@
 # SPDX-License-Identifier: GPL-2.0
 # make install / make uninstall: the energystat tool and its man page
 # (userspace/Makefile), the boot integration (systemd mount unit,
-# modules-load.d entry) and an example modprobe.d file. The module itself is
-# installed with DKMS: make dkms-install.
+# modules-load.d entry), an example modprobe.d file, the README and the
+# files' contract (docs/contract.md). The module itself is installed with
+# DKMS: make dkms-install. The energystat package installs the same files
+# (debian/rules).
 #
 #   sh dist/install.sh install | uninstall
 #
@@ -13,7 +15,8 @@
 #   MANDIR          share/man/man1            energystat.1
 #   SYSTEMDUNITDIR  lib/systemd/system        sys-fs-cgroup_energy.mount
 #   MODULESLOADDIR  lib/modules-load.d        cgroup-energy.conf
-#   DOCDIR          share/doc/cgroup-energy   modprobe.d/cgroup-energy.conf
+#   DOCDIR          share/doc/cgroup-energy   modprobe.d/cgroup-energy.conf,
+#                                             README.md, contract.md
 # systemd reads units and modules-load.d in /usr/local/lib as in /usr/lib and
 # /etc. BINDIR and MANDIR are fixed by userspace/Makefile, which installs the
 # tool.
@@ -40,11 +43,13 @@ say() { echo "cgroup-energy: $*"; }
 # Files installed here (besides the tool and man page): source:destination.
 OWN="dist/systemd/$UNIT:$SYSTEMDUNITDIR/$UNIT
 dist/modules-load.d/cgroup-energy.conf:$MODULESLOADDIR/cgroup-energy.conf
-dist/modprobe.d/cgroup-energy.conf:$DOCDIR/modprobe.d/cgroup-energy.conf"
+dist/modprobe.d/cgroup-energy.conf:$DOCDIR/modprobe.d/cgroup-energy.conf
+README.md:$DOCDIR/README.md
+docs/contract.md:$DOCDIR/contract.md"
 
 FILES="$BINDIR/energystat $MANDIR/energystat.1 $SYSTEMDUNITDIR/$UNIT
 $MODULESLOADDIR/cgroup-energy.conf $DOCDIR/modprobe.d/cgroup-energy.conf
-$MANIFEST"
+$DOCDIR/README.md $DOCDIR/contract.md $MANIFEST"
 
 # Directories that do not exist yet, for each directory the install needs,
 # up to the first existing ancestor (DESTDIR itself is never listed).

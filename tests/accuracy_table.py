@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: GPL-2.0
-"""Print README's "Realtime, nohz_full and tick rate" table from the results
+"""Print docs/accuracy.md's "Realtime, nohz_full and tick rate" table from the results
 tests/test_accuracy.py keeps in .build/accuracy/<flavour>-<mode>.json:
 
     CGE_FLAVOURS=all CGE_ACCURACY_MODES="plain nohz" \\

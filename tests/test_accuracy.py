@@ -5,8 +5,8 @@ quiet cgroups, one boot per selected flavour (CGE_FLAVOURS).  The module
 charges the scheduler's own per-task runtime at every switch, so a stopped
 tick must not change what it counts.
 
-CGE_ACCURACY_MODES="nohz plain" also boots without nohz_full (the README's
-table comes from such a run); default "nohz".  On ticked CPUs, make check
+CGE_ACCURACY_MODES="nohz plain" also boots without nohz_full (the table of
+docs/accuracy.md comes from such a run); default "nohz".  On ticked CPUs, make check
 compares usage_usec with cpu.stat in test_engine (100 overflowing cgroups,
 cgroup churn) and test_stress (churn under migration).  Results are kept in
 .build/accuracy/<flavour>-<mode>.json.
@@ -52,7 +52,7 @@ def test_usage_matches_cpu_stat(res, cg):
     assert 'error' not in r, r['error']
     assert r[cg]['kernel'] > 0
     # Both sum the scheduler's own runtimes: equal on most kernels, up to
-    # 0.32 ms below on 6.1-rt and sid (README's table, not explained yet),
+    # 0.32 ms below on 6.1-rt and sid (docs/accuracy.md's table, not explained yet),
     # never above (both round down from ns: 1 µs). 1 ms is three times the
     # largest gap; 3 % or 30 ms would pass a 2 ms sleeper charged nothing.
     assert -1000 <= r[cg]['diff'] <= 1, r[cg]

@@ -174,8 +174,8 @@ def test_overflow_loses_nothing(res):
     # every child got a record of its own while it ran (see s_overflow for
     # the bound). The sleepers start in their cgroups (cgwork -C): when
     # they moved themselves in, the move misfiled 5.7 to 70.9 ms of these
-    # 100 on a loaded host (README, "How right are the numbers";
-    # tests/results/attach-window.jsonl).
+    # 100 on a loaded host (docs/accuracy.md, "Realtime, nohz_full and
+    # tick rate"; tests/results/attach-window.jsonl).
     assert -1000 <= r['parent']['usage_usec'] - r['kernel'] <= 1, r
     assert r['min_usage'] > 0
 

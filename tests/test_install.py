@@ -19,6 +19,7 @@ import pytest
 
 from vm import kernels
 import need
+from versions import cge_version, conf_value, dkms_sources
 
 REPO = Path(__file__).resolve().parents[1]
 NAME = 'cgroup-energy'
@@ -36,18 +37,6 @@ def dkms_present():
 
 
 needs_dkms = pytest.mark.usefixtures('dkms_present')
-
-
-def conf_value(key):
-    text = (REPO / 'dkms.conf').read_text()
-    m = re.search(rf'^{re.escape(key)}="?([^"\n]*)"?$', text, re.M)
-    assert m, f'{key} not in dkms.conf'
-    return m.group(1)
-
-
-def cge_version():
-    h = (REPO / 'include/cgroup_energy.h').read_text()
-    return re.search(r'#define CGE_VERSION\s+"([^"]+)"', h).group(1)
 
 
 def listing(paths):
@@ -206,13 +195,7 @@ def test_dkms_install(installed, tree):
 def test_dkms_sources_are_the_listed_files(installed, tree):
     src = tree.src / f'{NAME}-{cge_version()}'
     got = {str(p.relative_to(src)) for p in src.rglob('*') if p.is_file()}
-    want = {'Kbuild', 'dkms.conf'}
-    want |= {f'include/{p.name}' for p in (REPO / 'include').glob('*.h')}
-    want |= {f'kmod/{p.name}' for p in (REPO / 'kmod').glob('*.[ch]')}
-    want |= {f'kmod/{p.name}' for p in (REPO / 'kmod').glob('*.mk')}
-    # the test build's emulated hardware stays out of what DKMS builds
-    want -= {'kmod/emu.c'}
-    assert got == want
+    assert got == dkms_sources()
 
 
 @needs_dkms
@@ -408,6 +391,8 @@ def test_install_uninstall_leaves_nothing(tmp_path):
         f'usr/local/lib/systemd/system/{UNIT}',
         'usr/local/lib/modules-load.d/cgroup-energy.conf',
         'usr/local/share/doc/cgroup-energy/modprobe.d/cgroup-energy.conf',
+        'usr/local/share/doc/cgroup-energy/README.md',
+        'usr/local/share/doc/cgroup-energy/contract.md',
         'usr/local/share/doc/cgroup-energy/INSTALLED',
     }
     stage_install(dest)                                # twice is fine
@@ -461,14 +446,14 @@ def test_mount_unit_verifies(tmp_path):
                      text, re.M)
 
 
-def test_readme_fstab_line_makes_a_valid_unit(tmp_path):
+def test_install_doc_fstab_line_makes_a_valid_unit(tmp_path):
     need.need('systemd-analyze', 'systemd')
     if not Path('/lib/systemd/system-generators/systemd-fstab-generator'
                 ).exists():
         need.missing('systemd-fstab-generator missing (apt-get install '
                      'systemd)')
-    readme = (REPO / 'README.md').read_text()
-    lines = [ln.strip() for ln in readme.splitlines()
+    doc = (REPO / 'docs/install.md').read_text()
+    lines = [ln.strip() for ln in doc.splitlines()
              if re.match(r'\s*cgroup_energy\s+/sys/fs/cgroup_energy\s', ln)]
     assert len(lines) == 1, lines
     (tmp_path / 'fstab').write_text(lines[0] + '\n')

@@ -214,8 +214,9 @@ def proc_sys_usec():
 
 class Work:
     """Runs the cgwork helper binary, its work in a child created in the
-    cgroup (cgwork -C: no move into it to account, see README "How right
-    are the numbers"); the process started waits for that child."""
+    cgroup (cgwork -C: no move into it to account, see docs/accuracy.md,
+    "Realtime, nohz_full and tick rate"); the process started waits for
+    that child."""
 
     def __init__(self, binary):
         self.bin = binary

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0
 """How often the sampler samples for each interval_ms, in a quiet guest (a
-measurement for README's "Parameters", not a test):
+measurement for docs/contract.md's "Module parameters", not a test):
 
     python3 tests/vm/harness.py --flavour 6.1 -- \\
         '/usr/bin/python3 tests/vm/guest/measure_interval.py KO 10,20,100'
@@ -8,7 +8,7 @@ measurement for README's "Parameters", not a test):
 Per value: samples a second by the guest's clock over 4 s (energy.info's
 samples), the overruns in that time, and the guest's non-idle CPU share
 (/proc/stat). Prints 'MEAS {json}'; tests/results/interval-period.jsonl
-keeps the runs the README quotes.
+keeps the runs docs/contract.md quotes.
 """
 import json
 import os
