@@ -58,15 +58,23 @@ def run(tool, *args, check_rc=None, preexec_fn=None, timeout=30, **kw):
     return r
 
 
-def table(out):
-    """Table text -> (header cells, [(path, [4 cells])]) in printed order."""
+def table(out, workload=False):
+    """Table text -> (header cells, [(path, [4 cells])]) in printed order;
+    the last column, WORKLOAD (one word), only with workload=True."""
     lines = out.rstrip("\n").split("\n")
     head = lines[0].split()
+    assert head[-1] == "WORKLOAD"
     rows = []
     for line in lines[1:]:
-        path, *cells = line.rsplit(None, 4)
-        rows.append((path.rstrip(), cells))
-    return head, rows
+        m = TABLE_ROW.match(line)
+        path, *cells = m.groups()
+        rows.append((path, cells if workload else cells[:-1]))
+    return (head if workload else head[:-1]), rows
+
+
+# CGROUP (any text), four numbers (or "-") right-aligned, then two spaces
+# and the WORKLOAD (a unit name may hold spaces)
+TABLE_ROW = re.compile(r"^(.*?)\s+" + r"([-\d.]+)\s+" * 3 + r"([-\d.]+)  (\S.*)$")
 
 
 def rowmap(out):
@@ -151,11 +159,14 @@ def test_table_values_and_order(tool, tree):
 
 def test_table_alignment(tool, tree):
     lines = run(tool, "--root", tree.path, check_rc=0).out.splitlines()
-    assert len({len(line) for line in lines}) == 1  # ASCII names: same width
-    # CGROUP left-aligned, the four numbers right-aligned: same end columns
-    ends = {tuple(m.end() for m in re.finditer(r"\S+", line))[-4:]
+    # CGROUP left-aligned, the four numbers right-aligned: same end columns;
+    # WORKLOAD (one word here) starts two columns after them
+    ends = {tuple(m.end() for m in re.finditer(r"\S+", line))[-5:-1]
             for line in lines}
     assert len(ends) == 1
+    starts = {tuple(m.start() for m in re.finditer(r"\S+", line))[-1]
+              for line in lines}
+    assert starts == {ends.pop()[-1] + 2}
     assert all(line.startswith(("CGROUP ", "/")) for line in lines)
 
 
@@ -249,7 +260,7 @@ def test_names_spaces_unicode(tool, tmp_path):
     # display-width alignment: the energy column ends at the same column
     from unicodedata import east_asian_width as eaw
     width = lambda s: sum(2 if eaw(c) in "WF" else 1 for c in s)
-    assert len({width(line) for line in lines}) == 1
+    assert len({width(line.rsplit("  ", 1)[0]) for line in lines}) == 1
 
     doc = json.loads(run(tool, "--root", t.path, "--json", check_rc=0).out)
     got = {c["path"]: c["stat"]["energy_uj"] for c in doc["cgroups"]}
@@ -259,7 +270,8 @@ def test_names_spaces_unicode(tool, tmp_path):
     prom = run(tool, "--root", t.path, "--prometheus", check_rc=0).out
     assert 'cgroup_energy_joules_total{cgroup="/quote\\"back\\\\slash"} 4\n' in prom
     assert 'cgroup_energy_joules_total{cgroup="/new\\nline"} 5\n' in prom
-    assert 'cgroup_energy_joules_total{cgroup="/\u65e5\u672c.slice"} 3\n' in prom
+    assert ('cgroup_energy_joules_total{cgroup="/\u65e5\u672c.slice",'
+            'unit="\u65e5\u672c.slice"} 3\n') in prom
     promtool_check(prom)
 
 
@@ -510,6 +522,7 @@ def test_json(tool, tree):
     assert not set(ROOT_KEYS) & set(c["/system.slice"]["stat"])
     assert c["/system.slice/nginx.service"] == {
         "path": "/system.slice/nginx.service", "depth": 2,
+        "workload": {"unit": "nginx.service"},
         "stat": {"usage_usec": 1_500_000, "energy_uj": 2_500_000,
                  "wakeups": 250, "impact_usec": 2_000_000,
                  "package_uj": 2_000_000, "core_uj": 1_200_000,
@@ -550,15 +563,15 @@ def test_prometheus(tool, tree):
     r = run(tool, "--root", tree.path, "--prometheus", check_rc=0)
     promtool_check(r.out)
     s = prom_samples(r.out)
-    ng = '{cgroup="/system.slice/nginx.service"}'
+    ng = '{cgroup="/system.slice/nginx.service",unit="nginx.service"}'
     assert s["cgroup_energy_joules_total" + ng] == "2.5"
     assert s["cgroup_energy_cpu_seconds_total" + ng] == "1.5"
     assert s["cgroup_energy_wakeups_total" + ng] == "250"
     assert s["cgroup_energy_impact_seconds_total" + ng] == "2.000001"
     assert s['cgroup_energy_domain_joules_total{cgroup="/system.slice/'
-             'nginx.service",domain="package"}'] == "2"
+             'nginx.service",unit="nginx.service",domain="package"}'] == "2"
     assert s['cgroup_energy_domain_joules_total{cgroup="/system.slice/'
-             'nginx.service",domain="dram"}'] == "0.5"
+             'nginx.service",unit="nginx.service",domain="dram"}'] == "0.5"
     assert s['cgroup_energy_joules_total{cgroup="/"}'] == "10"
     assert s["cgroup_energy_measured_joules_total"] == "12.5"
     assert s["cgroup_energy_idle_joules_total"] == "2"

@@ -5,6 +5,7 @@
  *
  * stat.c    parse energy.stat / energy.info text (pure) and read small files
  * tree.c    resolve PATH arguments, walk a tree into a sample
+ * workload.c  pods, containers and units from cgroup paths (pure)
  * text.c    UTF-8, escaping, exact decimal formatting
  * output.c  rows in order; table and JSON output
  * prom.c    Prometheus output
@@ -92,6 +93,13 @@ void fput_prom_label(FILE *f, const char *s);
 void fmt_fixed(char *buf, size_t sz, uint64_t v, unsigned int scale,
 	       unsigned int decimals);
 void fmt_exact(char *buf, size_t sz, uint64_t v, unsigned int scale);
+
+/* ---- workload.c --------------------------------------------------------- */
+
+#define WORKLOAD_LABEL	64	/* workload_label's buffer */
+
+void workload_parse(const char *path, struct workload *wl);
+void workload_label(const struct workload *wl, char *buf, size_t sz);
 
 /* ---- output.c, prom.c ------------------------------------------------- */
 

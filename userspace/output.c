@@ -116,6 +116,7 @@ void out_table(FILE *f, const struct view *v)
 {
 	const char *const *heads = v->rates ? live_heads : static_heads;
 	size_t n, pathw = strlen("CGROUP"), w[NCOLS];
+	char label[WORKLOAD_LABEL];
 	struct row *rows = make_rows(v, &n);
 	char (*cells)[NCOLS][CELL];
 
@@ -142,12 +143,15 @@ void out_table(FILE *f, const struct view *v)
 	fprintf(f, "%-*s", (int)pathw, "CGROUP");
 	for (int c = 0; c < NCOLS; c++)
 		fprintf(f, "  %*s", (int)w[c], heads[c]);
-	fputc('\n', f);
+	fputs("  WORKLOAD\n", f);
 	for (size_t i = 0; i < n; i++) {
 		fput_term(f, rows[i].n->path);
 		fprintf(f, "%*s", (int)(pathw - term_width(rows[i].n->path)), "");
 		for (int c = 0; c < NCOLS; c++)
 			fprintf(f, "  %*s", (int)w[c], cells[i][c]);
+		workload_label(&rows[i].n->wl, label, sizeof(label));
+		fputs("  ", f);
+		fput_term(f, label);
 		fputc('\n', f);
 	}
 	free(cells);
@@ -173,6 +177,29 @@ static void json_rates(FILE *f, const struct row *r)
 			fputs("null", f);	/* the key is new in this sample */
 		else
 			fprintf(f, "%.6f", r->r->r[k]);
+		first = false;
+	}
+	fputc('}', f);
+}
+
+/* "workload":{...} with the fields that are set, {} when none is */
+static void json_workload(FILE *f, const struct workload *wl)
+{
+	const struct {
+		const char *name, *value;
+	} fields[] = {
+		{ "pod_uid", wl->pod_uid }, { "qos", wl->qos },
+		{ "container_id", wl->container_id },
+		{ "runtime", wl->runtime ? wl->runtime : "" }, { "unit", wl->unit },
+	};
+	bool first = true;
+
+	fputs("\"workload\":{", f);
+	for (size_t i = 0; i < ARRAY_SIZE(fields); i++) {
+		if (!fields[i].value[0])
+			continue;
+		fprintf(f, "%s\"%s\":", first ? "" : ",", fields[i].name);
+		fput_json_string(f, fields[i].value);
 		first = false;
 	}
 	fputc('}', f);
@@ -205,7 +232,9 @@ void out_json(FILE *f, const struct view *v)
 
 		fputs(i ? ",{\"path\":" : "{\"path\":", f);
 		fput_json_string(f, node->path);
-		fprintf(f, ",\"depth\":%u,\"stat\":{", node->depth);
+		fprintf(f, ",\"depth\":%u,", node->depth);
+		json_workload(f, &node->wl);
+		fputs(",\"stat\":{", f);
 		for (int k = 0; k < NKEYS; k++) {
 			if (!stat_has(&node->st, k))
 				continue;

@@ -63,17 +63,40 @@ static void prom_head(FILE *f, const char *name, const char *type,
 	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
-static void prom_sample(FILE *f, const char *name, const char *cgroup,
+/* cgroup="..." and the workload's labels that are set (workload.c) */
+static void prom_labels(FILE *f, const struct cg_node *n)
+{
+	const struct workload *wl = &n->wl;
+	const struct {
+		const char *name, *value;
+	} labels[] = {
+		{ "pod_uid", wl->pod_uid }, { "container_id", wl->container_id },
+		{ "qos", wl->qos }, { "unit", wl->unit },
+	};
+
+	fputs("cgroup=\"", f);
+	fput_prom_label(f, n->path);
+	fputc('"', f);
+	for (size_t i = 0; i < ARRAY_SIZE(labels); i++) {
+		if (!labels[i].value[0])
+			continue;
+		fprintf(f, ",%s=\"", labels[i].name);
+		fput_prom_label(f, labels[i].value);
+		fputc('"', f);
+	}
+}
+
+/* name{labels of n[,domain="..."]} value; n NULL: no labels */
+static void prom_sample(FILE *f, const char *name, const struct cg_node *n,
 			const char *domain, uint64_t v, unsigned int scale)
 {
 	char num[NUMLEN];
 
 	fmt_exact(num, sizeof(num), v, scale);
 	fputs(name, f);
-	if (cgroup) {
-		fputs("{cgroup=\"", f);
-		fput_prom_label(f, cgroup);
-		fputc('"', f);
+	if (n) {
+		fputc('{', f);
+		prom_labels(f, n);
 		if (domain)
 			fprintf(f, ",domain=\"%s\"", domain);
 		fputc('}', f);
@@ -96,7 +119,7 @@ void out_prometheus(FILE *f, const struct view *v)
 
 		prom_head(f, mt->name, "counter", mt->help);
 		for (size_t i = 0; i < n; i++)
-			prom_sample(f, mt->name, rows[i].n->path, NULL,
+			prom_sample(f, mt->name, rows[i].n, NULL,
 				    rows[i].n->st.v[mt->key], mt->scale);
 	}
 
@@ -112,7 +135,7 @@ void out_prometheus(FILE *f, const struct view *v)
 		for (size_t i = 0; i < n; i++)
 			for (size_t d = 0; d < ARRAY_SIZE(domains); d++)
 				if (stat_has(&rows[i].n->st, domains[d].key))
-					prom_sample(f, name, rows[i].n->path,
+					prom_sample(f, name, rows[i].n,
 						    domains[d].domain,
 						    rows[i].n->st.v[domains[d].key], 6);
 	}

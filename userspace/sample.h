@@ -67,11 +67,24 @@ struct info {
 	size_t n;
 };
 
+/*
+ * What a cgroup's path says it runs (workload.c): empty strings when the
+ * path says nothing. The pod uid is as the API server writes it (dashes).
+ */
+struct workload {
+	char pod_uid[65];	/* Kubernetes pod, from its pod slice/directory */
+	char qos[12];		/* guaranteed, burstable or besteffort */
+	char container_id[65];	/* 64 hex digits (containerd, CRI-O, Docker, Podman) */
+	const char *runtime;	/* "containerd", "cri-o", "docker", "podman" or NULL */
+	char unit[256];		/* innermost systemd unit (.service, .scope, .slice...) */
+};
+
 struct cg_node {
 	char *path;		/* "/" or "/a/b": raw bytes as in the tree */
 	unsigned int depth;	/* below the root of the tree */
 	bool ok;		/* energy.stat read and parsed */
 	struct cg_stat st;
+	struct workload wl;
 };
 
 struct sample {

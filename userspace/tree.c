@@ -272,6 +272,7 @@ static struct cg_node *node_add(struct sample *s, const char *path,
 		return NULL;
 	node->depth = depth;
 	node->ok = false;
+	workload_parse(path, &node->wl);
 	memset(&node->st, 0, sizeof(node->st));
 	s->n++;
 	return node;

@@ -1,0 +1,185 @@
+# SPDX-License-Identifier: GPL-2.0
+"""Host tests of energystat for fleets (issue 17): workloads by name, series
+that add up, the /metrics endpoint (--listen), over fixture trees.
+
+Run: /usr/bin/python3 -m pytest -q tests/test_exporter.py
+"""
+
+import json
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))
+from fixtree import Tree, root_keys  # noqa: E402
+from test_energystat import (prom_samples, promtool_check, run,  # noqa: E402,F401
+                             table, tool)
+
+ID = "0123456789abcdef" * 4              # a 64-hex container id
+ID2 = "fedcba9876543210" * 4
+UID = "5f1c3a2b-8d4e-4f6a-9b0c-1d2e3f4a5b6c"
+UID_SD = UID.replace("-", "_")           # the systemd driver's spelling
+STATIC_UID = "6d5f9c1a3b2e4d7f8a9b0c1d2e3f4a5b"   # a static pod: a hash
+
+# Each layout: cgroup path -> the workload fields energystat must find.
+#
+# Kubernetes, systemd driver: the kubelet names QoS and pod slices
+# kubepods-<qos>.slice / kubepods-<qos>-pod<uid>.slice, Guaranteed pods sit
+# directly under kubepods.slice as kubepods-pod<uid>.slice, and a uid's '-'
+# become '_' in unit names (kubernetes pkg/kubelet/cm/cgroup_manager_linux.go,
+# ToSystemd/escapeSystemdCgroupName; the design proposal "Kubelet pod level
+# resource management"). Container scopes are named by the runtime:
+# containerd's CRI plugin cri-containerd-<id>.scope, CRI-O crio-<id>.scope
+# (crio-conmon-<id>.scope for its monitor), dockershim/cri-dockerd
+# docker-<id>.scope.
+KUBE_SYSTEMD = {
+    "/kubepods.slice": dict(unit="kubepods.slice"),
+    "/kubepods.slice/kubepods-burstable.slice":
+        dict(qos="burstable", unit="kubepods-burstable.slice"),
+    f"/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod{UID_SD}.slice":
+        dict(pod_uid=UID, qos="burstable",
+             unit=f"kubepods-burstable-pod{UID_SD}.slice"),
+    f"/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod{UID_SD}.slice/"
+    f"cri-containerd-{ID}.scope":
+        dict(pod_uid=UID, qos="burstable", container_id=ID,
+             runtime="containerd", unit=f"cri-containerd-{ID}.scope"),
+    f"/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod{UID_SD}.slice/"
+    f"crio-{ID2}.scope":
+        dict(pod_uid=UID, qos="besteffort", container_id=ID2, runtime="cri-o",
+             unit=f"crio-{ID2}.scope"),
+    f"/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod{UID_SD}.slice/"
+    f"crio-conmon-{ID2}.scope":
+        dict(pod_uid=UID, qos="besteffort", unit=f"crio-conmon-{ID2}.scope"),
+    # Guaranteed: no QoS slice (Kepler got this one wrong, its #2354)
+    f"/kubepods.slice/kubepods-pod{UID_SD}.slice":
+        dict(pod_uid=UID, qos="guaranteed", unit=f"kubepods-pod{UID_SD}.slice"),
+    f"/kubepods.slice/kubepods-pod{UID_SD}.slice/docker-{ID}.scope":
+        dict(pod_uid=UID, qos="guaranteed", container_id=ID, runtime="docker",
+             unit=f"docker-{ID}.scope"),
+    f"/kubepods.slice/kubepods-pod{STATIC_UID}.slice":
+        dict(pod_uid=STATIC_UID, qos="guaranteed",
+             unit=f"kubepods-pod{STATIC_UID}.slice"),
+    # --cgroup-root=/kubelet.slice (kind, minikube): prefixed slice names
+    f"/kubelet.slice/kubelet-kubepods.slice/kubelet-kubepods-besteffort.slice/"
+    f"kubelet-kubepods-besteffort-pod{UID_SD}.slice/cri-containerd-{ID}.scope":
+        dict(pod_uid=UID, qos="besteffort", container_id=ID,
+             runtime="containerd", unit=f"cri-containerd-{ID}.scope"),
+}
+
+# Kubernetes, cgroupfs driver: kubepods/<qos>/pod<uid>/<container id>, the
+# Guaranteed class as kubepods/pod<uid> (same kubelet source; the kubelet
+# keeps the uid's dashes). The runtime names the container's directory by
+# its id alone, so the runtime is unknown.
+KUBE_CGROUPFS = {
+    "/kubepods": {},
+    "/kubepods/burstable": dict(qos="burstable"),
+    f"/kubepods/burstable/pod{UID}": dict(pod_uid=UID, qos="burstable"),
+    f"/kubepods/burstable/pod{UID}/{ID}":
+        dict(pod_uid=UID, qos="burstable", container_id=ID),
+    f"/kubepods/pod{UID}": dict(pod_uid=UID, qos="guaranteed"),
+    f"/kubepods/pod{UID}/{ID2}":
+        dict(pod_uid=UID, qos="guaranteed", container_id=ID2),
+    # a container's own sub-cgroup belongs to it
+    f"/kubepods/pod{UID}/{ID2}/init": dict(pod_uid=UID, qos="guaranteed",
+                                           container_id=ID2),
+}
+
+# Containers outside Kubernetes. Docker: docker-<id>.scope in system.slice
+# with the systemd driver, /docker/<id> with cgroupfs (moby's cgroup driver
+# docs, dockerd --exec-opt native.cgroupdriver). Podman: libpod-<id>.scope in
+# machine.slice (rootful) or the user's slice (rootless), cgroupfs
+# /libpod_parent/libpod-<id> (podman's --cgroup-manager docs).
+CONTAINERS = {
+    f"/system.slice/docker-{ID}.scope":
+        dict(container_id=ID, runtime="docker", unit=f"docker-{ID}.scope"),
+    f"/docker/{ID}": dict(container_id=ID, runtime="docker"),
+    f"/machine.slice/libpod-{ID2}.scope":
+        dict(container_id=ID2, runtime="podman", unit=f"libpod-{ID2}.scope"),
+    f"/user.slice/user-1000.slice/user@1000.service/user.slice/libpod-{ID}.scope":
+        dict(container_id=ID, runtime="podman", unit=f"libpod-{ID}.scope"),
+    f"/libpod_parent/libpod-{ID}": dict(container_id=ID, runtime="podman"),
+    f"/system.slice/containerd.service": dict(unit="containerd.service"),
+}
+
+# systemd units by name; things that only look like a workload are not one
+UNITS_AND_LOOKALIKES = {
+    "/system.slice/nginx.service": dict(unit="nginx.service"),
+    "/system.slice/nginx.service/worker": dict(unit="nginx.service"),
+    "/user.slice/user-1000.slice/session-3.scope": dict(unit="session-3.scope"),
+    "/docker/" + ID[:63]: {},                       # 63 hex digits
+    "/docker/" + ID.upper(): {},
+    "/a/docker/" + ID: {},                          # not the top-level docker
+    "/system.slice/docker-" + ID[:12] + ".scope": dict(
+        unit="docker-" + ID[:12] + ".scope"),
+    "/kubepods/podXYZ": {},
+    "/kubepods.slice/kubepods-podXYZ.slice": dict(
+        unit="kubepods-podXYZ.slice"),
+    "/pod" + UID: {},                               # not under kubepods
+    "/.service": {},                                # no unit name
+}
+
+LAYOUTS = {"kube_systemd": KUBE_SYSTEMD, "kube_cgroupfs": KUBE_CGROUPFS,
+           "containers": CONTAINERS, "units": UNITS_AND_LOOKALIKES}
+
+
+def ancestors(path):
+    parts = path.strip("/").split("/")
+    return ["/" + "/".join(parts[:i]) for i in range(1, len(parts))]
+
+
+def layout_tree(tmp_path, layout):
+    """A tree of the layout's cgroups and their parents: 1 J of their own
+    tasks in each, counters that include the descendants (as the module's
+    do), the root 1 J of its own."""
+    t = Tree(tmp_path / "ce", info={"source": "model"})
+    cgs = set(layout) | {a for p in layout for a in ancestors(p)}
+    for path in cgs:
+        below = sum(1 for c in cgs if c.startswith(path + "/"))
+        t.add(path, energy_uj=(1 + below) * 1_000_000)
+    e = (1 + len(cgs)) * 1_000_000
+    t.add("/", energy_uj=e, **root_keys(e))
+    return t
+
+
+@pytest.mark.parametrize("name", sorted(LAYOUTS))
+def test_workload_fields_json(tool, tmp_path, name):
+    layout = LAYOUTS[name]
+    t = layout_tree(tmp_path, layout)
+    doc = json.loads(run(tool, "--root", t.path, "--json", check_rc=0).out)
+    got = {c["path"]: c["workload"] for c in doc["cgroups"]}
+    for path, want in layout.items():
+        assert got[path] == want, path
+
+
+PROM_LABELS = ("pod_uid", "container_id", "qos", "unit")
+
+
+@pytest.mark.parametrize("name", sorted(LAYOUTS))
+def test_workload_labels_prometheus(tool, tmp_path, name):
+    """The same fields as Prometheus labels (all but runtime), in a fixed
+    order after cgroup; the exposition passes promtool."""
+    layout = LAYOUTS[name]
+    t = layout_tree(tmp_path, layout)
+    out = run(tool, "--root", t.path, "--prometheus", check_rc=0).out
+    promtool_check(out)
+    for path, want in layout.items():
+        labels = f'cgroup="{path}"' + "".join(
+            f',{k}="{want[k]}"' for k in PROM_LABELS if k in want)
+        assert f"cgroup_energy_joules_total{{{labels}}} " in out, path
+
+
+def test_workload_column(tool, tmp_path):
+    layout = {**KUBE_SYSTEMD, **CONTAINERS}
+    t = layout_tree(tmp_path, layout)
+    head, rows = table(run(tool, "--root", t.path, "-s", "path",
+                           check_rc=0).out, workload=True)
+    assert head[-1] == "WORKLOAD"
+    col = {path: cells[-1] for path, cells in rows}
+    pod = f"/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod{UID_SD}.slice"
+    assert col[pod] == "pod:5f1c3a2b"
+    assert col[pod + f"/cri-containerd-{ID}.scope"] == "pod:5f1c3a2b/0123456789ab"
+    assert col[f"/system.slice/docker-{ID}.scope"] == "docker:0123456789ab"
+    assert col[f"/machine.slice/libpod-{ID2}.scope"] == "podman:fedcba987654"
+    assert col["/system.slice/containerd.service"] == "containerd.service"
+    assert col["/"] == "-"
