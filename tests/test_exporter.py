@@ -183,3 +183,102 @@ def test_workload_column(tool, tmp_path):
     assert col[f"/machine.slice/libpod-{ID2}.scope"] == "podman:fedcba987654"
     assert col["/system.slice/containerd.service"] == "containerd.service"
     assert col["/"] == "-"
+
+
+# ---- series that add up -------------------------------------------------------
+
+def per_cgroup(out, family):
+    """{labels: Decimal} of a family's per-cgroup samples."""
+    from decimal import Decimal
+    return {k[len(family):]: Decimal(v) for k, v in prom_samples(out).items()
+            if k.startswith(family + "{")}
+
+
+def uneven_tree(tmp_path):
+    """Counters with descendants, as the module's: own tasks in every level,
+    a removed child's energy left in its parent, odd microjoules."""
+    t = Tree(tmp_path / "ce", info={"source": "model"})
+    own = {"/a": 1_000_003, "/a/b": 7, "/a/b/c": 2_500_001, "/a/d": 0,
+           "/e": 333_333, "/e/f": 1}
+    removed = {"/a": 40_000_000}     # a removed child's energy stays here
+    for cg in own:
+        below = sum(v for c, v in own.items() if c.startswith(cg + "/"))
+        t.add(cg, energy_uj=own[cg] + below + removed.get(cg, 0),
+              usage_usec=2 * (own[cg] + below), wakeups=(own[cg] + below) // 7,
+              impact_usec=3 * (own[cg] + below), package_uj=own[cg] + below)
+    e = sum(own.values()) + sum(removed.values()) + 5_000_017   # root's own
+    t.add("/", energy_uj=e, usage_usec=10**9, wakeups=10**6,
+          impact_usec=3 * 10**9, package_uj=e, **root_keys(e))
+    return t, e
+
+
+def test_default_series_sum_to_root_exactly(tool, tmp_path):
+    """sum() of the default per-cgroup series equals the root's counter
+    exactly (decimal arithmetic, the values are exact microunits); the
+    hierarchical view sums to more (every level counted again)."""
+    t, e = uneven_tree(tmp_path)
+    out = run(tool, "--root", t.path, "--prometheus", check_rc=0).out
+    promtool_check(out)
+    j = per_cgroup(out, "cgroup_energy_joules_total")
+    assert len(j) == 7
+    assert sum(j.values()) * 10**6 == e
+    assert j['{cgroup="/a"}'] * 10**6 == 1_000_003 + 40_000_000
+    assert j['{cgroup="/"}'] * 10**6 == 5_000_017
+    cpu = per_cgroup(out, "cgroup_energy_cpu_seconds_total")
+    assert sum(cpu.values()) * 10**6 == 10**9
+    dom = per_cgroup(out, "cgroup_energy_domain_joules_total")
+    assert sum(dom.values()) * 10**6 == e
+    assert prom_samples(out)["cgroup_energy_clamped_series"] == "0"
+    hier = run(tool, "--root", t.path, "--prometheus", "--hierarchical",
+               check_rc=0).out
+    promtool_check(hier)
+    assert "cgroup_energy_joules_total" not in hier
+    h = per_cgroup(hier, "cgroup_energy_subtree_joules_total")
+    assert h['{cgroup="/"}'] * 10**6 == e
+    assert sum(h.values()) * 10**6 > e + 40_000_000  # counted at every level
+
+
+@pytest.mark.parametrize("args,top", [
+    (["--depth", "1"], "/"), (["/a"], "/a"), (["/a", "/e/f"], None),
+])
+def test_series_sum_with_depth_and_paths(tool, tmp_path, args, top):
+    """Below --depth, a shown cgroup's own value takes its hidden subtree;
+    with PATH arguments the series add up to the PATHs' counters."""
+    t, e = uneven_tree(tmp_path)
+    out = run(tool, "--root", t.path, "--prometheus", *args, check_rc=0).out
+    j = sum(per_cgroup(out, "cgroup_energy_joules_total").values()) * 10**6
+    want = {"/": e, "/a": 41_000_003 + 2_500_008}.get(top,
+                                                      41_000_003 + 2_500_008 + 1)
+    assert j == want
+
+
+def test_series_sum_around_unreadable_cgroup(tool, tmp_path):
+    """An unreadable cgroup's read children are subtracted from its nearest
+    read ancestor: the sum stays exact."""
+    t, e = uneven_tree(tmp_path)
+    t.write("/a/b", "junk\n")
+    r = run(tool, "--root", t.path, "--prometheus", check_rc=1)
+    j = per_cgroup(r.out, "cgroup_energy_joules_total")
+    assert '{cgroup="/a/b"}' not in j and '{cgroup="/a/b/c"}' in j
+    assert sum(j.values()) * 10**6 == e
+
+
+def test_clamped_when_children_exceed_parent(tool, tmp_path):
+    """Counters read across a module sample can have children above their
+    parent: the parent's own value is clamped to 0 and counted."""
+    t, e = uneven_tree(tmp_path)
+    t.add("/e", energy_uj=1)
+    out = run(tool, "--root", t.path, "--prometheus", check_rc=0).out
+    assert per_cgroup(out, "cgroup_energy_joules_total")['{cgroup="/e"}'] == 0
+    assert prom_samples(out)["cgroup_energy_clamped_series"] == "1"
+
+
+@pytest.mark.parametrize("name", sorted(LAYOUTS))
+def test_json_own_sums_to_root(tool, tmp_path, name):
+    t = layout_tree(tmp_path, LAYOUTS[name])
+    doc = json.loads(run(tool, "--root", t.path, "--json", check_rc=0).out)
+    root = doc["cgroups"][0]
+    assert root["path"] == "/"
+    assert sum(c["own"]["energy_uj"] for c in doc["cgroups"]) == \
+        root["stat"]["energy_uj"]
+    assert all(c["own"]["energy_uj"] == 1_000_000 for c in doc["cgroups"])

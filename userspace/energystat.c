@@ -35,6 +35,7 @@ struct opts {
 	unsigned long count;	/* 0: until interrupted */
 	enum sort_key sort;
 	enum format fmt;
+	bool hierarchical;
 	bool batch;
 	char **args;
 	int nargs;
@@ -57,6 +58,9 @@ static void usage(FILE *f)
 "      --json           one JSON document per sample (see energystat(1))\n"
 "      --prometheus     Prometheus text format, for node_exporter's textfile\n"
 "                       collector (not with -i)\n"
+"      --hierarchical   Prometheus: each cgroup's counters with its descendants\n"
+"                       (cgroup_energy_subtree_*); default: its own share, so\n"
+"                       that sum() over cgroups is the root's energy\n"
 "  -r, --root DIR       read the tree at DIR (default %s)\n"
 "  -h, --help           show this help\n"
 "  -V, --version        show the version\n"
@@ -102,7 +106,7 @@ static bool parse_ulong(const char *s, unsigned long max, unsigned long *out)
 /* Returns -1 to go on, else an exit status. */
 static int parse_opts(int argc, char **argv, struct opts *o)
 {
-	enum { OPT_JSON = 256, OPT_PROM };
+	enum { OPT_JSON = 256, OPT_PROM, OPT_HIER };
 	static const struct option longopts[] = {
 		{ "depth", required_argument, NULL, 'd' },
 		{ "interval", required_argument, NULL, 'i' },
@@ -111,6 +115,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{ "sort", required_argument, NULL, 's' },
 		{ "json", no_argument, NULL, OPT_JSON },
 		{ "prometheus", no_argument, NULL, OPT_PROM },
+		{ "hierarchical", no_argument, NULL, OPT_HIER },
 		{ "root", required_argument, NULL, 'r' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -181,6 +186,9 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			o->fmt = f;
 			break;
 		}
+		case OPT_HIER:
+			o->hierarchical = true;
+			break;
 		case 'r':
 			if (!*optarg)
 				return usage_error("empty --root", NULL);
@@ -324,7 +332,8 @@ static void print_view(const struct opts *o, const struct view *v)
 static int run_static(const struct opts *o, const struct tree *t, struct diag *d)
 {
 	struct sample s;
-	struct view v = { .root = t->root, .sort = o->sort };
+	struct view v = { .root = t->root, .sort = o->sort,
+			  .hierarchical = o->hierarchical };
 	int rc;
 
 	if (sample_take(t, &s, d) != TREE_OK)

@@ -5,6 +5,7 @@
  *
  * stat.c    parse energy.stat / energy.info text (pure) and read small files
  * tree.c    resolve PATH arguments, walk a tree into a sample
+ * series.c  each cgroup's own share of its counters (pure)
  * workload.c  pods, containers and units from cgroup paths (pure)
  * text.c    UTF-8, escaping, exact decimal formatting
  * output.c  rows in order; table and JSON output
@@ -66,11 +67,13 @@ struct tree {
 	int max_depth;		/* -1: unlimited */
 	char **paths;		/* normalized cgroup paths to show ("/", "/a/b") */
 	size_t npaths;
+	uint64_t timeout_ns;	/* a walk longer than this stops: 0, none */
 };
 
 enum tree_rc {
 	TREE_OK,
 	TREE_FATAL,		/* message printed; nothing can be shown */
+	TREE_LATE,		/* the walk took longer than timeout_ns */
 };
 
 char *path_normalize(const char *in);	/* NULL on '..' above the root */
@@ -93,6 +96,10 @@ void fput_prom_label(FILE *f, const char *s);
 void fmt_fixed(char *buf, size_t sz, uint64_t v, unsigned int scale,
 	       unsigned int decimals);
 void fmt_exact(char *buf, size_t sz, uint64_t v, unsigned int scale);
+
+/* ---- series.c ----------------------------------------------------------- */
+
+unsigned int series_own(struct sample *s);
 
 /* ---- workload.c --------------------------------------------------------- */
 
@@ -118,6 +125,9 @@ struct view {
 	bool reset;			/* counters restarted, re-baselined */
 	const char *root;
 	enum sort_key sort;
+	bool hierarchical;		/* Prometheus: subtree counters */
+	bool openmetrics;		/* Prometheus: OpenMetrics 1.0 text */
+	const struct sample *base;	/* Prometheus: earlier sample for watts */
 };
 
 struct row {

@@ -242,6 +242,15 @@ void out_json(FILE *f, const struct view *v)
 				(unsigned long long)node->st.v[k]);
 			first = false;
 		}
+		fputs("},\"own\":{", f);
+		first = true;
+		for (int k = 0; k < NKEYS; k++) {
+			if (!stat_has(&node->st, k) || !key_adds_up(k))
+				continue;
+			fprintf(f, "%s\"%s\":%llu", first ? "" : ",", key_table[k].name,
+				(unsigned long long)node->own[k]);
+			first = false;
+		}
 		fputc('}', f);
 		if (rows[i].r) {
 			fputs(",\"rates\":", f);

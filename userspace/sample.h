@@ -26,6 +26,12 @@ enum key_id {
 	NKEYS
 };
 
+/* per-cgroup keys (those before K_TOTAL_UJ) add up over cgroups */
+static inline bool key_adds_up(enum key_id k)
+{
+	return k < K_TOTAL_UJ;
+}
+
 _Static_assert(NKEYS <= 32, "cg_stat.present has one bit per key");
 
 /* the keys every energy.stat must have */
@@ -84,6 +90,7 @@ struct cg_node {
 	unsigned int depth;	/* below the root of the tree */
 	bool ok;		/* energy.stat read and parsed */
 	struct cg_stat st;
+	uint64_t own[NKEYS];	/* st less the read descendants' (series.c) */
 	struct workload wl;
 };
 
@@ -92,6 +99,7 @@ struct sample {
 	size_t n, cap;
 	struct cg_stat root;	/* root energy.stat, always read */
 	struct info info;	/* root energy.info, may be empty */
+	unsigned int torn;	/* nodes whose own values were clamped to 0 */
 	uint64_t mono_ns;	/* CLOCK_MONOTONIC when the sample was taken */
 	uint64_t real_ns;	/* CLOCK_REALTIME, for JSON */
 };
