@@ -33,7 +33,7 @@ static const struct metric cg_metrics[] = {
 	{ "cpu_seconds_total", K_USAGE_USEC, 6,
 	  "CPU time (as cpu.stat usage_usec), seconds," },
 	{ "wakeups_total", K_WAKEUPS, 0,
-	  "Times a CPU left idle to run a task" },
+	  "Wakeups (times a CPU left idle to run a task)," },
 	{ "impact_seconds_total", K_IMPACT_USEC, 6,
 	  "Energy impact in CPU-second equivalents (Apple's formula; 1 per second of one busy CPU)" },
 };

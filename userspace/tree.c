@@ -23,8 +23,6 @@
 #define MODULE_SYSFS	"/sys/module/" CGE_MODULE_NAME
 #define MSG_PATH	512	/* escaped paths in messages */
 #define TAKE_TRIES	3	/* walks to get one between two module samples */
-#define STR_(x)		#x
-#define STR(x)		STR_(x)
 
 /* "/" or "/a/b" from any spelling; NULL when ".." climbs above the top. */
 char *path_normalize(const char *in)
