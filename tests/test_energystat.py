@@ -58,15 +58,23 @@ def run(tool, *args, check_rc=None, preexec_fn=None, timeout=30, **kw):
     return r
 
 
-def table(out):
-    """Table text -> (header cells, [(path, [4 cells])]) in printed order."""
+def table(out, workload=False):
+    """Table text -> (header cells, [(path, [4 cells])]) in printed order;
+    the last column, WORKLOAD (one word), only with workload=True."""
     lines = out.rstrip("\n").split("\n")
     head = lines[0].split()
+    assert head[-1] == "WORKLOAD"
     rows = []
     for line in lines[1:]:
-        path, *cells = line.rsplit(None, 4)
-        rows.append((path.rstrip(), cells))
-    return head, rows
+        m = TABLE_ROW.match(line)
+        path, *cells = m.groups()
+        rows.append((path, cells if workload else cells[:-1]))
+    return (head if workload else head[:-1]), rows
+
+
+# CGROUP (any text), four numbers (or "-") right-aligned, then two spaces
+# and the WORKLOAD (a unit name may hold spaces)
+TABLE_ROW = re.compile(r"^(.*?)\s+" + r"([-\d.]+)\s+" * 3 + r"([-\d.]+)  (\S.*)$")
 
 
 def rowmap(out):
@@ -151,11 +159,14 @@ def test_table_values_and_order(tool, tree):
 
 def test_table_alignment(tool, tree):
     lines = run(tool, "--root", tree.path, check_rc=0).out.splitlines()
-    assert len({len(line) for line in lines}) == 1  # ASCII names: same width
-    # CGROUP left-aligned, the four numbers right-aligned: same end columns
-    ends = {tuple(m.end() for m in re.finditer(r"\S+", line))[-4:]
+    # CGROUP left-aligned, the four numbers right-aligned: same end columns;
+    # WORKLOAD (one word here) starts two columns after them
+    ends = {tuple(m.end() for m in re.finditer(r"\S+", line))[-5:-1]
             for line in lines}
     assert len(ends) == 1
+    starts = {tuple(m.start() for m in re.finditer(r"\S+", line))[-1]
+              for line in lines}
+    assert starts == {ends.pop()[-1] + 2}
     assert all(line.startswith(("CGROUP ", "/")) for line in lines)
 
 
@@ -249,7 +260,7 @@ def test_names_spaces_unicode(tool, tmp_path):
     # display-width alignment: the energy column ends at the same column
     from unicodedata import east_asian_width as eaw
     width = lambda s: sum(2 if eaw(c) in "WF" else 1 for c in s)
-    assert len({width(line) for line in lines}) == 1
+    assert len({width(line.rsplit("  ", 1)[0]) for line in lines}) == 1
 
     doc = json.loads(run(tool, "--root", t.path, "--json", check_rc=0).out)
     got = {c["path"]: c["stat"]["energy_uj"] for c in doc["cgroups"]}
@@ -259,7 +270,8 @@ def test_names_spaces_unicode(tool, tmp_path):
     prom = run(tool, "--root", t.path, "--prometheus", check_rc=0).out
     assert 'cgroup_energy_joules_total{cgroup="/quote\\"back\\\\slash"} 4\n' in prom
     assert 'cgroup_energy_joules_total{cgroup="/new\\nline"} 5\n' in prom
-    assert 'cgroup_energy_joules_total{cgroup="/\u65e5\u672c.slice"} 3\n' in prom
+    assert ('cgroup_energy_joules_total{cgroup="/\u65e5\u672c.slice",'
+            'unit="\u65e5\u672c.slice"} 3\n') in prom
     promtool_check(prom)
 
 
@@ -510,10 +522,15 @@ def test_json(tool, tree):
     assert not set(ROOT_KEYS) & set(c["/system.slice"]["stat"])
     assert c["/system.slice/nginx.service"] == {
         "path": "/system.slice/nginx.service", "depth": 2,
+        "workload": {"unit": "nginx.service"},
         "stat": {"usage_usec": 1_500_000, "energy_uj": 2_500_000,
                  "wakeups": 250, "impact_usec": 2_000_000,
                  "package_uj": 2_000_000, "core_uj": 1_200_000,
-                 "dram_uj": 500_000}}
+                 "dram_uj": 500_000},
+        "own": {"usage_usec": 1_500_000, "energy_uj": 2_500_000,
+                "wakeups": 250, "impact_usec": 2_000_000,
+                "package_uj": 2_000_000, "core_uj": 1_200_000,
+                "dram_uj": 500_000}}
     assert all("rates" not in x for x in doc["cgroups"])
 
 
@@ -547,19 +564,20 @@ def test_prometheus(tool, tree):
     tree.add("/system.slice/nginx.service", energy_uj=2_500_000,
              usage_usec=1_500_000, wakeups=250, impact_usec=2_000_001,
              package_uj=2_000_000, dram_uj=500_000)
-    r = run(tool, "--root", tree.path, "--prometheus", check_rc=0)
+    r = run(tool, "--root", tree.path, "--prometheus", "--hierarchical",
+            check_rc=0)
     promtool_check(r.out)
     s = prom_samples(r.out)
-    ng = '{cgroup="/system.slice/nginx.service"}'
-    assert s["cgroup_energy_joules_total" + ng] == "2.5"
-    assert s["cgroup_energy_cpu_seconds_total" + ng] == "1.5"
-    assert s["cgroup_energy_wakeups_total" + ng] == "250"
-    assert s["cgroup_energy_impact_seconds_total" + ng] == "2.000001"
-    assert s['cgroup_energy_domain_joules_total{cgroup="/system.slice/'
-             'nginx.service",domain="package"}'] == "2"
-    assert s['cgroup_energy_domain_joules_total{cgroup="/system.slice/'
-             'nginx.service",domain="dram"}'] == "0.5"
-    assert s['cgroup_energy_joules_total{cgroup="/"}'] == "10"
+    ng = '{cgroup="/system.slice/nginx.service",unit="nginx.service"}'
+    assert s["cgroup_energy_subtree_joules_total" + ng] == "2.5"
+    assert s["cgroup_energy_subtree_cpu_seconds_total" + ng] == "1.5"
+    assert s["cgroup_energy_subtree_wakeups_total" + ng] == "250"
+    assert s["cgroup_energy_subtree_impact_seconds_total" + ng] == "2.000001"
+    assert s['cgroup_energy_subtree_domain_joules_total{cgroup="/system.slice/'
+             'nginx.service",unit="nginx.service",domain="package"}'] == "2"
+    assert s['cgroup_energy_subtree_domain_joules_total{cgroup="/system.slice/'
+             'nginx.service",unit="nginx.service",domain="dram"}'] == "0.5"
+    assert s['cgroup_energy_subtree_joules_total{cgroup="/"}'] == "10"
     assert s["cgroup_energy_measured_joules_total"] == "12.5"
     assert s["cgroup_energy_idle_joules_total"] == "2"
     assert s["cgroup_energy_idle_cpu_seconds_total"] == "30"
@@ -569,12 +587,12 @@ def test_prometheus(tool, tree):
     assert s["cgroup_energy_softirq_cpu_seconds_total"] == "0.25"
     assert s["cgroup_energy_steal_joules_total"] == "0.05"
     assert s["cgroup_energy_steal_cpu_seconds_total"] == "0.000001"
-    assert s['cgroup_energy_info{source="model",domains="package dram",'
-             'split="impact"}'] == "1"
-    assert len([k for k in s if k.startswith("cgroup_energy_joules_total")]) == 6
+    assert s['cgroup_energy_source_info{source="model",domains="package dram",'
+             'split="impact",kind="modelled"}'] == "1"
+    assert len([k for k in s if k.startswith("cgroup_energy_subtree_joules_total")]) == 6
     for name in ("joules", "cpu_seconds", "wakeups", "impact_seconds"):
-        assert f"# TYPE cgroup_energy_{name}_total counter\n" in r.out
-        assert f"# HELP cgroup_energy_{name}_total " in r.out
+        assert f"# TYPE cgroup_energy_subtree_{name}_total counter\n" in r.out
+        assert f"# HELP cgroup_energy_subtree_{name}_total " in r.out
 
 
 NEW_ROOT_METRICS = [f"cgroup_energy_{w}_{u}_total"
@@ -601,13 +619,15 @@ def test_prometheus_irq_softirq_steal(tool, tree):
         assert type_ == f"# TYPE {name} counter"
         assert sample == f"{name} {v}"
         at += 3
-    assert lines[at].startswith("# HELP cgroup_energy_info ")
+    assert lines[at].startswith("# HELP cgroup_energy_source_info ")
     for name in NEW_ROOT_METRICS:
         assert sum(line.startswith(name) for line in lines) == 1
     # the root's conservation, in joules
     s = {k: Decimal(v) for k, v in prom_samples(r.out).items()}
+    tasks = sum(v for k, v in s.items()
+                if k.startswith("cgroup_energy_joules_total{"))
     assert s["cgroup_energy_measured_joules_total"] == (
-        s['cgroup_energy_joules_total{cgroup="/"}'] +
+        tasks +
         s["cgroup_energy_irq_joules_total"] +
         s["cgroup_energy_softirq_joules_total"] +
         s["cgroup_energy_steal_joules_total"] +
@@ -665,7 +685,7 @@ def test_prometheus_subtree_has_no_root_metrics(tool, tree):
     assert "measured_joules" not in r.out
     for name in NEW_ROOT_METRICS:
         assert name not in r.out
-    assert len(prom_samples(r.out)) == 4 * 2 + 1
+    assert len([k for k in prom_samples(r.out) if "cgroup=" in k]) == 4 * 2
 
 
 def test_prometheus_not_live(tool, tree):

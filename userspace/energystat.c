@@ -35,6 +35,10 @@ struct opts {
 	unsigned long count;	/* 0: until interrupted */
 	enum sort_key sort;
 	enum format fmt;
+	bool hierarchical;
+	const char *listen;	/* --listen [ADDR:]PORT, NULL: none */
+	struct sockaddr_storage addr;	/* its address */
+	bool any_addr;		/* no ADDR: every address */
 	bool batch;
 	char **args;
 	int nargs;
@@ -57,6 +61,11 @@ static void usage(FILE *f)
 "      --json           one JSON document per sample (see energystat(1))\n"
 "      --prometheus     Prometheus text format, for node_exporter's textfile\n"
 "                       collector (not with -i)\n"
+"      --listen [ADDR:]PORT  serve /metrics (Prometheus) over HTTP on PORT;\n"
+"                       ADDR: an IPv4 address or [IPv6]; default every address\n"
+"      --hierarchical   Prometheus: each cgroup's counters with its descendants\n"
+"                       (cgroup_energy_subtree_*); default: its own share, so\n"
+"                       that sum() over cgroups is the root's energy\n"
 "  -r, --root DIR       read the tree at DIR (default %s)\n"
 "  -h, --help           show this help\n"
 "  -V, --version        show the version\n"
@@ -102,7 +111,7 @@ static bool parse_ulong(const char *s, unsigned long max, unsigned long *out)
 /* Returns -1 to go on, else an exit status. */
 static int parse_opts(int argc, char **argv, struct opts *o)
 {
-	enum { OPT_JSON = 256, OPT_PROM };
+	enum { OPT_JSON = 256, OPT_PROM, OPT_HIER, OPT_LISTEN };
 	static const struct option longopts[] = {
 		{ "depth", required_argument, NULL, 'd' },
 		{ "interval", required_argument, NULL, 'i' },
@@ -111,6 +120,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{ "sort", required_argument, NULL, 's' },
 		{ "json", no_argument, NULL, OPT_JSON },
 		{ "prometheus", no_argument, NULL, OPT_PROM },
+		{ "hierarchical", no_argument, NULL, OPT_HIER },
+		{ "listen", required_argument, NULL, OPT_LISTEN },
 		{ "root", required_argument, NULL, 'r' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -181,6 +192,22 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			o->fmt = f;
 			break;
 		}
+		case OPT_HIER:
+			o->hierarchical = true;
+			break;
+		case OPT_LISTEN: {
+			const char *err = listen_parse(optarg, &o->addr, &o->any_addr);
+
+			if (err) {
+				char msg[160];
+
+				snprintf(msg, sizeof(msg), "invalid --listen '%%s': "
+					 "expected [ADDR:]PORT; %s", err);
+				return usage_error(msg, optarg);
+			}
+			o->listen = optarg;
+			break;
+		}
 		case 'r':
 			if (!*optarg)
 				return usage_error("empty --root", NULL);
@@ -199,6 +226,9 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			return usage_error("unknown option '%s'", argv[optind - 1]);
 		}
 	}
+	if (o->listen && (o->live || o->fmt == FMT_JSON))
+		return usage_error("--listen serves Prometheus metrics and cannot "
+				   "be used with --json, -i or -n", NULL);
 	if (o->live && o->fmt == FMT_PROM)
 		return usage_error("--prometheus prints counters and cannot be "
 				   "used with -i/-n: Prometheus computes the rates", NULL);
@@ -324,7 +354,8 @@ static void print_view(const struct opts *o, const struct view *v)
 static int run_static(const struct opts *o, const struct tree *t, struct diag *d)
 {
 	struct sample s;
-	struct view v = { .root = t->root, .sort = o->sort };
+	struct view v = { .root = t->root, .sort = o->sort,
+			  .hierarchical = o->hierarchical };
 	int rc;
 
 	if (sample_take(t, &s, d) != TREE_OK)
@@ -507,7 +538,9 @@ int main(int argc, char **argv)
 		return EXIT_NOTHING;
 	}
 	rc = setup_tree(&o, &t, root, &d);
-	if (rc < 0)
+	if (rc < 0 && o.listen)
+		rc = serve(&t, &o.addr, o.any_addr, o.hierarchical);
+	else if (rc < 0)
 		rc = o.live ? run_live(&o, &t, &d) : run_static(&o, &t, &d);
 	diag_finish(&d);
 	free_paths(&t);

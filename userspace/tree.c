@@ -22,8 +22,7 @@
 #define MAX_WALK_DEPTH	256	/* a DIR stays open per level: bounded fds */
 #define MODULE_SYSFS	"/sys/module/" CGE_MODULE_NAME
 #define MSG_PATH	512	/* escaped paths in messages */
-#define STR_(x)		#x
-#define STR(x)		STR_(x)
+#define TAKE_TRIES	3	/* walks to get one between two module samples */
 
 /* "/" or "/a/b" from any spelling; NULL when ".." climbs above the top. */
 char *path_normalize(const char *in)
@@ -244,11 +243,21 @@ enum tree_rc tree_check(const struct tree *t, bool *exists, struct diag *d)
 	return TREE_OK;
 }
 
+static uint64_t now_ns(clockid_t id)
+{
+	struct timespec ts;
+
+	clock_gettime(id, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 struct walker {
 	const struct tree *t;
 	struct sample *s;
 	struct diag *d;
 	size_t rootlen;
+	uint64_t deadline;	/* CLOCK_MONOTONIC ns, 0: none */
+	bool late;		/* the deadline passed: the walk stopped */
 	char buf[PATH_MAX + 32];
 };
 
@@ -272,6 +281,7 @@ static struct cg_node *node_add(struct sample *s, const char *path,
 		return NULL;
 	node->depth = depth;
 	node->ok = false;
+	workload_parse(path, &node->wl);
 	memset(&node->st, 0, sizeof(node->st));
 	s->n++;
 	return node;
@@ -395,6 +405,10 @@ static void walk(struct walker *w, size_t len, unsigned int depth,
 	DIR *dir;
 	int fd;
 
+	if (w->deadline && now_ns(CLOCK_MONOTONIC) > w->deadline)
+		w->late = true;
+	if (w->late)
+		return;
 	read_node(w, len, depth);
 	if (w->t->max_depth >= 0 && below >= (unsigned int)w->t->max_depth)
 		return;
@@ -445,15 +459,8 @@ static int node_cmp(const void *a, const void *b)
 	return path_cmp(x->path, y->path);
 }
 
-static uint64_t now_ns(clockid_t id)
-{
-	struct timespec ts;
-
-	clock_gettime(id, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-enum tree_rc sample_take(const struct tree *t, struct sample *s, struct diag *d)
+static enum tree_rc sample_read(const struct tree *t, struct sample *s,
+				struct diag *d)
 {
 	struct walker *w;
 	char buf[STAT_MAX_FILE];
@@ -484,7 +491,9 @@ enum tree_rc sample_take(const struct tree *t, struct sample *s, struct diag *d)
 	w->s = s;
 	w->d = d;
 	w->rootlen = strlen(t->root);
-	for (size_t i = 0; i < t->npaths; i++) {
+	w->deadline = t->timeout_ns ? s->mono_ns + t->timeout_ns : 0;
+	w->late = false;
+	for (size_t i = 0; i < t->npaths && !w->late; i++) {
 		const char *p = t->paths[i];
 		size_t len = w->rootlen;
 
@@ -498,6 +507,10 @@ enum tree_rc sample_take(const struct tree *t, struct sample *s, struct diag *d)
 				continue;	/* gone since tree_check */
 		}
 		walk(w, len, path_depth(p), 0);
+	}
+	if (w->late) {
+		free(w);
+		return TREE_LATE;
 	}
 	free(w);
 
@@ -514,6 +527,51 @@ enum tree_rc sample_take(const struct tree *t, struct sample *s, struct diag *d)
 		s->nodes[out++] = s->nodes[i];
 	}
 	s->n = out;
+	return TREE_OK;
+}
+
+/* energy.info's last_sample_ns now is the one s was read with (or none). */
+static bool same_module_sample(const struct tree *t, const struct sample *s)
+{
+	const char *then = info_get(&s->info, "last_sample_ns");
+	char path[PATH_MAX + 32], buf[STAT_MAX_FILE];
+	struct info now;
+	size_t len;
+	bool same;
+
+	if (!then)
+		return true;
+	snprintf(path, sizeof(path), "%s/%s", t->root, CGE_INFO_FILE);
+	if (read_small_file(path, buf, sizeof(buf), &len) != 0)
+		return true;	/* the next sample will say what is wrong */
+	info_parse(buf, len, &now);
+	same = info_get(&now, "last_sample_ns") &&
+	       strcmp(info_get(&now, "last_sample_ns"), then) == 0;
+	info_free(&now);
+	return same;
+}
+
+/*
+ * A sample read between two of the module's samples (energy.info's
+ * last_sample_ns the same after the walk as before it), so that a parent
+ * and its children count the same intervals and own values (series.c) are
+ * exact: up to TAKE_TRIES walks, then the last one (series_own clamps what
+ * does not add up and counts it in s->torn).
+ */
+enum tree_rc sample_take(const struct tree *t, struct sample *s, struct diag *d)
+{
+	for (int i = 1;; i++) {
+		enum tree_rc rc = sample_read(t, s, d);
+
+		if (rc != TREE_OK) {
+			sample_free(s);
+			return rc;
+		}
+		if (i == TAKE_TRIES || same_module_sample(t, s))
+			break;
+		sample_free(s);
+	}
+	s->torn = series_own(s);
 	return TREE_OK;
 }
 

@@ -1,0 +1,495 @@
+# SPDX-License-Identifier: GPL-2.0
+"""Host tests of energystat for fleets (issue 17): workloads by name, series
+that add up, the /metrics endpoint (--listen), over fixture trees.
+
+Run: /usr/bin/python3 -m pytest -q tests/test_exporter.py
+"""
+
+import json
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))
+from fixtree import Tree, root_keys  # noqa: E402
+from test_energystat import (prom_samples, promtool_check, run,  # noqa: E402,F401
+                             table, tool)
+
+ID = "0123456789abcdef" * 4              # a 64-hex container id
+ID2 = "fedcba9876543210" * 4
+UID = "5f1c3a2b-8d4e-4f6a-9b0c-1d2e3f4a5b6c"
+UID_SD = UID.replace("-", "_")           # the systemd driver's spelling
+STATIC_UID = "6d5f9c1a3b2e4d7f8a9b0c1d2e3f4a5b"   # a static pod: a hash
+
+# Each layout: cgroup path -> the workload fields energystat must find.
+#
+# Kubernetes, systemd driver: the kubelet names QoS and pod slices
+# kubepods-<qos>.slice / kubepods-<qos>-pod<uid>.slice, Guaranteed pods sit
+# directly under kubepods.slice as kubepods-pod<uid>.slice, and a uid's '-'
+# become '_' in unit names (kubernetes pkg/kubelet/cm/cgroup_manager_linux.go,
+# ToSystemd/escapeSystemdCgroupName; the design proposal "Kubelet pod level
+# resource management"). Container scopes are named by the runtime:
+# containerd's CRI plugin cri-containerd-<id>.scope, CRI-O crio-<id>.scope
+# (crio-conmon-<id>.scope for its monitor), dockershim/cri-dockerd
+# docker-<id>.scope.
+KUBE_SYSTEMD = {
+    "/kubepods.slice": dict(unit="kubepods.slice"),
+    "/kubepods.slice/kubepods-burstable.slice":
+        dict(qos="burstable", unit="kubepods-burstable.slice"),
+    f"/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod{UID_SD}.slice":
+        dict(pod_uid=UID, qos="burstable",
+             unit=f"kubepods-burstable-pod{UID_SD}.slice"),
+    f"/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod{UID_SD}.slice/"
+    f"cri-containerd-{ID}.scope":
+        dict(pod_uid=UID, qos="burstable", container_id=ID,
+             runtime="containerd", unit=f"cri-containerd-{ID}.scope"),
+    f"/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod{UID_SD}.slice/"
+    f"crio-{ID2}.scope":
+        dict(pod_uid=UID, qos="besteffort", container_id=ID2, runtime="cri-o",
+             unit=f"crio-{ID2}.scope"),
+    f"/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod{UID_SD}.slice/"
+    f"crio-conmon-{ID2}.scope":
+        dict(pod_uid=UID, qos="besteffort", unit=f"crio-conmon-{ID2}.scope"),
+    # Guaranteed: no QoS slice (Kepler got this one wrong, its #2354)
+    f"/kubepods.slice/kubepods-pod{UID_SD}.slice":
+        dict(pod_uid=UID, qos="guaranteed", unit=f"kubepods-pod{UID_SD}.slice"),
+    f"/kubepods.slice/kubepods-pod{UID_SD}.slice/docker-{ID}.scope":
+        dict(pod_uid=UID, qos="guaranteed", container_id=ID, runtime="docker",
+             unit=f"docker-{ID}.scope"),
+    f"/kubepods.slice/kubepods-pod{STATIC_UID}.slice":
+        dict(pod_uid=STATIC_UID, qos="guaranteed",
+             unit=f"kubepods-pod{STATIC_UID}.slice"),
+    # --cgroup-root=/kubelet.slice (kind, minikube): prefixed slice names
+    f"/kubelet.slice/kubelet-kubepods.slice/kubelet-kubepods-besteffort.slice/"
+    f"kubelet-kubepods-besteffort-pod{UID_SD}.slice/cri-containerd-{ID}.scope":
+        dict(pod_uid=UID, qos="besteffort", container_id=ID,
+             runtime="containerd", unit=f"cri-containerd-{ID}.scope"),
+}
+
+# Kubernetes, cgroupfs driver: kubepods/<qos>/pod<uid>/<container id>, the
+# Guaranteed class as kubepods/pod<uid> (same kubelet source; the kubelet
+# keeps the uid's dashes). The runtime names the container's directory by
+# its id alone, so the runtime is unknown.
+KUBE_CGROUPFS = {
+    "/kubepods": {},
+    "/kubepods/burstable": dict(qos="burstable"),
+    f"/kubepods/burstable/pod{UID}": dict(pod_uid=UID, qos="burstable"),
+    f"/kubepods/burstable/pod{UID}/{ID}":
+        dict(pod_uid=UID, qos="burstable", container_id=ID),
+    f"/kubepods/pod{UID}": dict(pod_uid=UID, qos="guaranteed"),
+    f"/kubepods/pod{UID}/{ID2}":
+        dict(pod_uid=UID, qos="guaranteed", container_id=ID2),
+    # a container's own sub-cgroup belongs to it
+    f"/kubepods/pod{UID}/{ID2}/init": dict(pod_uid=UID, qos="guaranteed",
+                                           container_id=ID2),
+}
+
+# Containers outside Kubernetes. Docker: docker-<id>.scope in system.slice
+# with the systemd driver, /docker/<id> with cgroupfs (moby's cgroup driver
+# docs, dockerd --exec-opt native.cgroupdriver). Podman: libpod-<id>.scope in
+# machine.slice (rootful) or the user's slice (rootless), cgroupfs
+# /libpod_parent/libpod-<id> (podman's --cgroup-manager docs).
+CONTAINERS = {
+    f"/system.slice/docker-{ID}.scope":
+        dict(container_id=ID, runtime="docker", unit=f"docker-{ID}.scope"),
+    f"/docker/{ID}": dict(container_id=ID, runtime="docker"),
+    f"/machine.slice/libpod-{ID2}.scope":
+        dict(container_id=ID2, runtime="podman", unit=f"libpod-{ID2}.scope"),
+    f"/user.slice/user-1000.slice/user@1000.service/user.slice/libpod-{ID}.scope":
+        dict(container_id=ID, runtime="podman", unit=f"libpod-{ID}.scope"),
+    f"/libpod_parent/libpod-{ID}": dict(container_id=ID, runtime="podman"),
+    f"/system.slice/containerd.service": dict(unit="containerd.service"),
+}
+
+# systemd units by name; things that only look like a workload are not one
+UNITS_AND_LOOKALIKES = {
+    "/system.slice/nginx.service": dict(unit="nginx.service"),
+    "/system.slice/nginx.service/worker": dict(unit="nginx.service"),
+    "/user.slice/user-1000.slice/session-3.scope": dict(unit="session-3.scope"),
+    "/docker/" + ID[:63]: {},                       # 63 hex digits
+    "/docker/" + ID.upper(): {},
+    "/a/docker/" + ID: {},                          # not the top-level docker
+    "/system.slice/docker-" + ID[:12] + ".scope": dict(
+        unit="docker-" + ID[:12] + ".scope"),
+    "/kubepods/podXYZ": {},
+    "/kubepods.slice/kubepods-podXYZ.slice": dict(
+        unit="kubepods-podXYZ.slice"),
+    "/pod" + UID: {},                               # not under kubepods
+    "/.service": {},                                # no unit name
+}
+
+LAYOUTS = {"kube_systemd": KUBE_SYSTEMD, "kube_cgroupfs": KUBE_CGROUPFS,
+           "containers": CONTAINERS, "units": UNITS_AND_LOOKALIKES}
+
+
+def ancestors(path):
+    parts = path.strip("/").split("/")
+    return ["/" + "/".join(parts[:i]) for i in range(1, len(parts))]
+
+
+def layout_tree(tmp_path, layout):
+    """A tree of the layout's cgroups and their parents: 1 J of their own
+    tasks in each, counters that include the descendants (as the module's
+    do), the root 1 J of its own."""
+    t = Tree(tmp_path / "ce", info={"source": "model"})
+    cgs = set(layout) | {a for p in layout for a in ancestors(p)}
+    for path in cgs:
+        below = sum(1 for c in cgs if c.startswith(path + "/"))
+        t.add(path, energy_uj=(1 + below) * 1_000_000)
+    e = (1 + len(cgs)) * 1_000_000
+    t.add("/", energy_uj=e, **root_keys(e))
+    return t
+
+
+@pytest.mark.parametrize("name", sorted(LAYOUTS))
+def test_workload_fields_json(tool, tmp_path, name):
+    layout = LAYOUTS[name]
+    t = layout_tree(tmp_path, layout)
+    doc = json.loads(run(tool, "--root", t.path, "--json", check_rc=0).out)
+    got = {c["path"]: c["workload"] for c in doc["cgroups"]}
+    for path, want in layout.items():
+        assert got[path] == want, path
+
+
+PROM_LABELS = ("pod_uid", "container_id", "qos", "unit")
+
+
+@pytest.mark.parametrize("name", sorted(LAYOUTS))
+def test_workload_labels_prometheus(tool, tmp_path, name):
+    """The same fields as Prometheus labels (all but runtime), in a fixed
+    order after cgroup; the exposition passes promtool."""
+    layout = LAYOUTS[name]
+    t = layout_tree(tmp_path, layout)
+    out = run(tool, "--root", t.path, "--prometheus", check_rc=0).out
+    promtool_check(out)
+    for path, want in layout.items():
+        labels = f'cgroup="{path}"' + "".join(
+            f',{k}="{want[k]}"' for k in PROM_LABELS if k in want)
+        assert f"cgroup_energy_joules_total{{{labels}}} " in out, path
+
+
+def test_workload_column(tool, tmp_path):
+    layout = {**KUBE_SYSTEMD, **CONTAINERS}
+    t = layout_tree(tmp_path, layout)
+    head, rows = table(run(tool, "--root", t.path, "-s", "path",
+                           check_rc=0).out, workload=True)
+    assert head[-1] == "WORKLOAD"
+    col = {path: cells[-1] for path, cells in rows}
+    pod = f"/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod{UID_SD}.slice"
+    assert col[pod] == "pod:5f1c3a2b"
+    assert col[pod + f"/cri-containerd-{ID}.scope"] == "pod:5f1c3a2b/0123456789ab"
+    assert col[f"/system.slice/docker-{ID}.scope"] == "docker:0123456789ab"
+    assert col[f"/machine.slice/libpod-{ID2}.scope"] == "podman:fedcba987654"
+    assert col["/system.slice/containerd.service"] == "containerd.service"
+    assert col["/"] == "-"
+
+
+# ---- series that add up -------------------------------------------------------
+
+def per_cgroup(out, family):
+    """{labels: Decimal} of a family's per-cgroup samples."""
+    from decimal import Decimal
+    return {k[len(family):]: Decimal(v) for k, v in prom_samples(out).items()
+            if k.startswith(family + "{")}
+
+
+def uneven_tree(tmp_path):
+    """Counters with descendants, as the module's: own tasks in every level,
+    a removed child's energy left in its parent, odd microjoules."""
+    t = Tree(tmp_path / "ce", info={"source": "model"})
+    own = {"/a": 1_000_003, "/a/b": 7, "/a/b/c": 2_500_001, "/a/d": 0,
+           "/e": 333_333, "/e/f": 1}
+    removed = {"/a": 40_000_000}     # a removed child's energy stays here
+    for cg in own:
+        below = sum(v for c, v in own.items() if c.startswith(cg + "/"))
+        t.add(cg, energy_uj=own[cg] + below + removed.get(cg, 0),
+              usage_usec=2 * (own[cg] + below), wakeups=(own[cg] + below) // 7,
+              impact_usec=3 * (own[cg] + below), package_uj=own[cg] + below)
+    e = sum(own.values()) + sum(removed.values()) + 5_000_017   # root's own
+    t.add("/", energy_uj=e, usage_usec=10**9, wakeups=10**6,
+          impact_usec=3 * 10**9, package_uj=e, **root_keys(e))
+    return t, e
+
+
+def test_default_series_sum_to_root_exactly(tool, tmp_path):
+    """sum() of the default per-cgroup series equals the root's counter
+    exactly (decimal arithmetic, the values are exact microunits); the
+    hierarchical view sums to more (every level counted again)."""
+    t, e = uneven_tree(tmp_path)
+    out = run(tool, "--root", t.path, "--prometheus", check_rc=0).out
+    promtool_check(out)
+    j = per_cgroup(out, "cgroup_energy_joules_total")
+    assert len(j) == 7
+    assert sum(j.values()) * 10**6 == e
+    assert j['{cgroup="/a"}'] * 10**6 == 1_000_003 + 40_000_000
+    assert j['{cgroup="/"}'] * 10**6 == 5_000_017
+    cpu = per_cgroup(out, "cgroup_energy_cpu_seconds_total")
+    assert sum(cpu.values()) * 10**6 == 10**9
+    dom = per_cgroup(out, "cgroup_energy_domain_joules_total")
+    assert sum(dom.values()) * 10**6 == e
+    assert prom_samples(out)["cgroup_energy_clamped_series"] == "0"
+    hier = run(tool, "--root", t.path, "--prometheus", "--hierarchical",
+               check_rc=0).out
+    promtool_check(hier)
+    assert "cgroup_energy_joules_total" not in hier
+    h = per_cgroup(hier, "cgroup_energy_subtree_joules_total")
+    assert h['{cgroup="/"}'] * 10**6 == e
+    assert sum(h.values()) * 10**6 > e + 40_000_000  # counted at every level
+
+
+@pytest.mark.parametrize("args,top", [
+    (["--depth", "1"], "/"), (["/a"], "/a"), (["/a", "/e/f"], None),
+])
+def test_series_sum_with_depth_and_paths(tool, tmp_path, args, top):
+    """Below --depth, a shown cgroup's own value takes its hidden subtree;
+    with PATH arguments the series add up to the PATHs' counters."""
+    t, e = uneven_tree(tmp_path)
+    out = run(tool, "--root", t.path, "--prometheus", *args, check_rc=0).out
+    j = sum(per_cgroup(out, "cgroup_energy_joules_total").values()) * 10**6
+    want = {"/": e, "/a": 41_000_003 + 2_500_008}.get(top,
+                                                      41_000_003 + 2_500_008 + 1)
+    assert j == want
+
+
+def test_series_sum_around_unreadable_cgroup(tool, tmp_path):
+    """An unreadable cgroup's read children are subtracted from its nearest
+    read ancestor: the sum stays exact."""
+    t, e = uneven_tree(tmp_path)
+    t.write("/a/b", "junk\n")
+    r = run(tool, "--root", t.path, "--prometheus", check_rc=1)
+    j = per_cgroup(r.out, "cgroup_energy_joules_total")
+    assert '{cgroup="/a/b"}' not in j and '{cgroup="/a/b/c"}' in j
+    assert sum(j.values()) * 10**6 == e
+
+
+def test_clamped_when_children_exceed_parent(tool, tmp_path):
+    """Counters read across a module sample can have children above their
+    parent: the parent's own value is clamped to 0 and counted."""
+    t, e = uneven_tree(tmp_path)
+    t.add("/e", energy_uj=1)
+    out = run(tool, "--root", t.path, "--prometheus", check_rc=0).out
+    assert per_cgroup(out, "cgroup_energy_joules_total")['{cgroup="/e"}'] == 0
+    assert prom_samples(out)["cgroup_energy_clamped_series"] == "1"
+
+
+@pytest.mark.parametrize("name", sorted(LAYOUTS))
+def test_json_own_sums_to_root(tool, tmp_path, name):
+    t = layout_tree(tmp_path, LAYOUTS[name])
+    doc = json.loads(run(tool, "--root", t.path, "--json", check_rc=0).out)
+    root = doc["cgroups"][0]
+    assert root["path"] == "/"
+    assert sum(c["own"]["energy_uj"] for c in doc["cgroups"]) == \
+        root["stat"]["energy_uj"]
+    assert all(c["own"]["energy_uj"] == 1_000_000 for c in doc["cgroups"])
+
+
+# ---- the /metrics endpoint -----------------------------------------------------
+
+import http.client  # noqa: E402
+import socket  # noqa: E402
+import subprocess  # noqa: E402
+import threading  # noqa: E402
+import time  # noqa: E402
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Exporter:
+    """energystat --listen on a free local port, stopped with SIGTERM."""
+
+    def __init__(self, tool, root, *args):
+        self.port = free_port()
+        self.p = subprocess.Popen([tool, "--root", root, "--listen",
+                                   f"127.0.0.1:{self.port}", *args],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  text=True)
+        line = self.p.stderr.readline()
+        assert line == f"energystat: serving /metrics on port {self.port}\n", line
+
+    def get(self, path="/metrics", method="GET", headers=None):
+        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+        c.request(method, path, headers=headers or {})
+        r = c.getresponse()
+        body = r.read().decode()
+        c.close()
+        return r, body
+
+    def stop(self):
+        self.p.terminate()
+        rc = self.p.wait(timeout=10)
+        err = self.p.stderr.read()
+        return rc, err
+
+
+@pytest.fixture
+def exporter(tool, tmp_path):
+    t, e = uneven_tree(tmp_path)
+    t.set_info({"source": "model", "interval_ms": 100, "last_sample_ns": 10**12,
+                "samples": 40, "sampler_overruns": 2, "energy_read_errors": 1})
+    x = Exporter(tool, t.path)
+    x.tree, x.energy = t, e
+    yield x
+    if x.p.poll() is None:
+        x.stop()
+
+
+def test_served_equals_one_shot(tool, exporter):
+    """One code path: the served text is --prometheus's (a self-consistency
+    check), and promtool accepts it."""
+    r, body = exporter.get()
+    assert r.status == 200
+    assert r.getheader("Content-Type") == "text/plain; version=0.0.4; charset=utf-8"
+    promtool_check(body)
+    one = run(tool, "--root", exporter.tree.path, "--prometheus", check_rc=0).out
+    strip = lambda s: [x for x in s.splitlines()
+                       if not x.startswith("cgroup_energy_last_sample_age")]
+    assert strip(body) == strip(one)
+    s = prom_samples(body)
+    assert s["cgroup_energy_sampler_overruns_total"] == "2"
+    assert s["cgroup_energy_read_errors_total"] == "1"
+    assert s['cgroup_energy_source_info{source="model",kind="modelled"}'] == "1"
+    assert s['energystat_build_info{version="0.1.0"}'] == "1"
+    assert sum(per_cgroup(body, "cgroup_energy_joules_total").values()) * 10**6 \
+        == exporter.energy
+
+
+def test_openmetrics_when_asked(exporter):
+    r, body = exporter.get(headers={
+        "Accept": "application/openmetrics-text; version=1.0.0,text/plain;q=0.5"})
+    assert r.status == 200
+    assert r.getheader("Content-Type").startswith("application/openmetrics-text")
+    assert body.endswith("# EOF\n")
+    assert "# TYPE cgroup_energy_joules counter\n" in body
+    assert "# TYPE cgroup_energy_source info\n" in body
+    try:
+        from prometheus_client.openmetrics.parser import text_string_to_metric_families
+    except ImportError:
+        return      # promtool checks the 0.0.4 text only; the markers above
+    assert len(list(text_string_to_metric_families(body))) > 5
+
+
+def test_watts_over_module_clock(exporter):
+    """Two reads 1 s or more apart: watts = energy delta / last_sample_ns
+    delta, exactly as written (+2 J of /a/b/c's own over 0.5 s module
+    time: 4 W)."""
+    _, body = exporter.get()
+    assert "cgroup_energy_watts" not in body        # no earlier read yet
+    time.sleep(1.05)
+    t = exporter.tree
+    own_c = 2_500_001 + 2_000_000
+    t.add("/a/b/c", energy_uj=own_c)
+    t.add("/a/b", energy_uj=7 + own_c)
+    t.add("/a", energy_uj=1_000_003 + 7 + own_c + 0 + 40_000_000)
+    e = exporter.energy + 2_000_000
+    t.add("/", energy_uj=e, usage_usec=10**9, wakeups=10**6,
+          impact_usec=3 * 10**9, package_uj=e, **root_keys(e))
+    t.set_info({"source": "model", "last_sample_ns": 10**12 + 500_000_000})
+    _, body = exporter.get()
+    w = {k: float(v) for k, v in prom_samples(body).items()
+         if k.startswith("cgroup_energy_watts{")}
+    assert w['cgroup_energy_watts{cgroup="/a/b/c"}'] == pytest.approx(4.0, abs=1e-6)
+    assert w['cgroup_energy_watts{cgroup="/a"}'] == 0
+    assert sum(w.values()) == pytest.approx(4.0, abs=1e-5)
+    assert float(prom_samples(body)["cgroup_energy_measured_watts"]) == \
+        pytest.approx(4.0, abs=1e-6)
+
+
+@pytest.mark.parametrize("path,method,status", [
+    ("/", "GET", 404), ("/metricsx", "GET", 404), ("/metrics/", "GET", 404),
+    ("/metrics", "POST", 405), ("/metrics", "DELETE", 405),
+    ("/metrics", "HEAD", 200),
+])
+def test_status_codes(exporter, path, method, status):
+    r, body = exporter.get(path, method)
+    assert r.status == status
+    if status == 405:
+        assert r.getheader("Allow") == "GET, HEAD"
+    if method == "HEAD":
+        assert body == "" and int(r.getheader("Content-Length")) > 1000
+
+
+def test_concurrent_scrapes(exporter):
+    """16 scrapes at once: all complete, all 200, all the same series."""
+    results = []
+
+    def one():
+        r, body = exporter.get()
+        results.append((r.status, len(per_cgroup(body, "cgroup_energy_joules_total"))))
+
+    threads = [threading.Thread(target=one) for _ in range(16)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(timeout=30)
+    assert results == [(200, 7)] * 16
+
+
+GARBAGE = [b"\x00\xff\x13garbage\r\n\r\n", b"GET /metrics HTTP/9.9\r\n\r\n",
+           b"GET " + b"A" * 100_000 + b" HTTP/1.1\r\n\r\n",
+           b"GET /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\n\r\n",
+           b"G"]
+
+
+def test_survives_garbage_and_disconnects(exporter):
+    """Garbage requests, a client gone mid-response, a half-sent request:
+    the exporter keeps serving and exits 0 on SIGTERM."""
+    for g in GARBAGE:
+        with socket.create_connection(("127.0.0.1", exporter.port)) as s:
+            s.sendall(g)
+            s.shutdown(socket.SHUT_WR)
+            s.settimeout(10)
+            try:
+                while s.recv(65536):
+                    pass
+            except (ConnectionResetError, socket.timeout):
+                pass
+    for _ in range(20):
+        # read the status line of a scrape, then reset the connection
+        with socket.create_connection(("127.0.0.1", exporter.port)) as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1024)
+            s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert s.recv(12) == b"HTTP/1.1 200"
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                         b"\x01\x00\x00\x00\x00\x00\x00\x00")
+    r, body = exporter.get()
+    assert r.status == 200 and body.startswith("# HELP")
+    assert exporter.p.poll() is None
+    rc, err = exporter.stop()
+    assert rc == 0, err
+
+
+@pytest.mark.parametrize("arg,msg", [
+    ("0", "PORT must be a number from 1 to 65535"),
+    ("65536", "PORT must be a number from 1 to 65535"),
+    ("http", "PORT must be a number from 1 to 65535"),
+    ("localhost:9100", "ADDR must be an IPv4 address"),
+    ("1.2.3:9100", "ADDR must be an IPv4 address"),
+    ("[::1:9100", "ADDR must be an IPv4 address"),
+    ("127.0.0.1:", "PORT must be a number"),
+])
+def test_bad_listen(tool, tmp_path, arg, msg):
+    t, _ = uneven_tree(tmp_path)
+    r = run(tool, "--root", t.path, "--listen", arg, check_rc=2, timeout=10)
+    assert r.out == "" and len(r.err.splitlines()) == 1
+    assert f"invalid --listen '{arg}'" in r.err and msg in r.err
+
+
+def test_listen_conflicts_and_busy_port(tool, tmp_path):
+    t, _ = uneven_tree(tmp_path)
+    r = run(tool, "--root", t.path, "--listen", "9", "--json", check_rc=2)
+    assert "cannot be used with --json" in r.err
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        r = run(tool, "--root", t.path, "--listen", f"127.0.0.1:{port}",
+                check_rc=2, timeout=10)
+        assert "cannot listen" in r.err
+    r = run(tool, "--root", str(tmp_path / "none"), "--listen", "9",
+            check_rc=2, timeout=10)
+    assert "no such directory" in r.err

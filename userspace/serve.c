@@ -1,0 +1,299 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * serve.c - energystat --listen: /metrics over HTTP for Prometheus.
+ *
+ * HTTP is GNU libmicrohttpd's (Debian libmicrohttpd-dev): a small C library
+ * made to embed an HTTP/1.1 server in a program. It parses requests,
+ * answers malformed ones with 400 itself, handles keep-alive, connection
+ * limits and timeouts, and runs a thread per connection, so this file only
+ * says what a request gets:
+ *
+ *   GET or HEAD /metrics  the tree read afresh, in the Prometheus text format
+ *                         0.0.4, or OpenMetrics 1.0 when the Accept header
+ *                         names application/openmetrics-text; the same text
+ *                         as --prometheus (prom.c)
+ *   other paths           404
+ *   other methods         405 with Allow: GET, HEAD
+ *
+ * Reads are serialized (one walk at a time, concurrent scrapes wait their
+ * turn) and bounded: a scrape that cannot start its walk, or whose walk has
+ * not finished, SCRAPE_TIMEOUT_S after it arrived gets 503 and no partial
+ * series (Prometheus records the scrape as failed: up == 0). The watts
+ * gauges compare each read with an earlier one at least WATTS_MIN_S older.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <microhttpd.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "energystat.h"
+
+#define SCRAPE_TIMEOUT_S	5	/* under Prometheus's default scrape_timeout, 10 s */
+#define WATTS_MIN_S		1	/* shortest window of the watts gauges */
+#define MAX_CONNECTIONS		32
+#define IDLE_TIMEOUT_S		10	/* a connection silent this long is closed */
+#define DIAG_FIRST		20	/* per-cgroup errors printed on the first read */
+
+#define TEXT_TYPE	"text/plain; version=0.0.4; charset=utf-8"
+#define OM_TYPE		"application/openmetrics-text; version=1.0.0; charset=utf-8"
+
+struct server {
+	struct tree t;			/* the tree, with the walk's timeout */
+	bool hierarchical;
+	pthread_mutex_t lock;		/* one read at a time; guards below */
+	struct sample older, newer;	/* earlier reads, for the watts gauges */
+	bool have_older, have_newer;
+	bool first;			/* no read yet: print its errors */
+};
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static enum MHD_Result reply(struct MHD_Connection *c, unsigned int status,
+			     const char *type, char *body, size_t len,
+			     const char *allow)
+{
+	struct MHD_Response *r;
+	enum MHD_Result ret;
+
+	r = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+	if (!r) {
+		free(body);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+	if (allow)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow);
+	ret = MHD_queue_response(c, status, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+static enum MHD_Result reply_text(struct MHD_Connection *c, unsigned int status,
+				  const char *msg, const char *allow)
+{
+	char *body = strdup(msg);
+
+	if (!body)
+		return MHD_NO;
+	return reply(c, status, "text/plain; charset=utf-8", body, strlen(body),
+		     allow);
+}
+
+/* The earlier read to compute watts against: at least WATTS_MIN_S old. */
+static const struct sample *watts_base(struct server *sv, const struct sample *cur)
+{
+	uint64_t min = (uint64_t)WATTS_MIN_S * 1000000000u;
+
+	if (sv->have_newer && cur->mono_ns - sv->newer.mono_ns >= min)
+		return &sv->newer;
+	if (sv->have_older)
+		return &sv->older;
+	return NULL;
+}
+
+/* Keep cur as the newest earlier read if it is WATTS_MIN_S after the last. */
+static void keep_read(struct server *sv, struct sample *cur)
+{
+	uint64_t min = (uint64_t)WATTS_MIN_S * 1000000000u;
+
+	if (sv->have_newer && cur->mono_ns - sv->newer.mono_ns < min) {
+		sample_free(cur);
+		return;
+	}
+	if (sv->have_older)
+		sample_free(&sv->older);
+	sv->older = sv->newer;
+	sv->have_older = sv->have_newer;
+	sv->newer = *cur;
+	sv->have_newer = true;
+}
+
+static bool wants_openmetrics(struct MHD_Connection *c)
+{
+	const char *accept = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+							 MHD_HTTP_HEADER_ACCEPT);
+
+	return accept && strstr(accept, "application/openmetrics-text");
+}
+
+static enum MHD_Result scrape(struct server *sv, struct MHD_Connection *c)
+{
+	uint64_t deadline = mono_ns() + (uint64_t)SCRAPE_TIMEOUT_S * 1000000000u;
+	struct timespec until = {
+		.tv_sec = 0,
+	};
+	struct diag d = { 0 };
+	struct sample cur;
+	struct view v = { .root = sv->t.root, .sort = SORT_ENERGY,
+			  .hierarchical = sv->hierarchical,
+			  .openmetrics = wants_openmetrics(c) };
+	enum tree_rc rc;
+	char *body = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += SCRAPE_TIMEOUT_S;
+	if (pthread_mutex_timedlock(&sv->lock, &until) != 0)
+		return reply_text(c, MHD_HTTP_SERVICE_UNAVAILABLE,
+				  "energystat: earlier scrapes still reading the tree after "
+				  STR(SCRAPE_TIMEOUT_S) " s\n", NULL);
+	d.limit = sv->first ? DIAG_FIRST : 0;
+	sv->t.timeout_ns = deadline - mono_ns();
+	rc = sample_take(&sv->t, &cur, &d);
+	sv->first = false;
+	if (rc != TREE_OK) {
+		pthread_mutex_unlock(&sv->lock);
+		return reply_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, rc == TREE_LATE ?
+				  "energystat: reading the tree took longer than "
+				  STR(SCRAPE_TIMEOUT_S) " s\n" :
+				  "energystat: cannot read the tree (see energystat's "
+				  "standard error)\n", NULL);
+	}
+	v.s = &cur;
+	v.base = watts_base(sv, &cur);
+	f = open_memstream(&body, &len);
+	if (f) {
+		out_prometheus(f, &v);
+		if (fclose(f) != 0) {
+			free(body);
+			body = NULL;
+		}
+	}
+	keep_read(sv, &cur);
+	pthread_mutex_unlock(&sv->lock);
+	if (!body)
+		return MHD_NO;
+	return reply(c, MHD_HTTP_OK, v.openmetrics ? OM_TYPE : TEXT_TYPE, body,
+		     len, NULL);
+}
+
+static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
+			      const char *url, const char *method,
+			      const char *version, const char *upload_data,
+			      size_t *upload_size, void **con_cls)
+{
+	(void)version;
+	(void)upload_data;
+	(void)upload_size;
+	(void)con_cls;
+	if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 &&
+	    strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
+		return reply_text(c, MHD_HTTP_METHOD_NOT_ALLOWED,
+				  "energystat: only GET and HEAD\n", "GET, HEAD");
+	if (strcmp(url, "/metrics") != 0)
+		return reply_text(c, MHD_HTTP_NOT_FOUND,
+				  "energystat: not found; the metrics are at /metrics\n",
+				  NULL);
+	return scrape(cls, c);
+}
+
+/*
+ * "[ADDR:]PORT" into a socket address: ADDR an IPv4 address or an IPv6 one
+ * in brackets, none for every address (IPv6 and IPv4). Returns an error
+ * message, or NULL.
+ */
+const char *listen_parse(const char *arg, struct sockaddr_storage *ss,
+			 bool *any)
+{
+	const char *colon = strrchr(arg, ':');
+	const char *port = colon ? colon + 1 : arg;
+	char host[INET6_ADDRSTRLEN + 2];
+	unsigned long p = 0;
+	size_t hl;
+
+	memset(ss, 0, sizeof(*ss));
+	if (!*port || strspn(port, "0123456789") != strlen(port) || strlen(port) > 5)
+		return "PORT must be a number from 1 to 65535";
+	p = strtoul(port, NULL, 10);
+	if (p < 1 || p > 65535)
+		return "PORT must be a number from 1 to 65535";
+	*any = !colon || colon == arg;
+	if (*any) {
+		struct sockaddr_in6 *a = (struct sockaddr_in6 *)ss;
+
+		a->sin6_family = AF_INET6;
+		a->sin6_addr = in6addr_any;
+		a->sin6_port = htons((uint16_t)p);
+		return NULL;
+	}
+	hl = (size_t)(colon - arg);
+	if (hl >= sizeof(host))
+		return "ADDR must be an IPv4 address or an IPv6 address in brackets";
+	memcpy(host, arg, hl);
+	host[hl] = '\0';
+	if (hl > 2 && host[0] == '[' && host[hl - 1] == ']') {
+		struct sockaddr_in6 *a = (struct sockaddr_in6 *)ss;
+
+		host[hl - 1] = '\0';
+		a->sin6_family = AF_INET6;
+		a->sin6_port = htons((uint16_t)p);
+		if (inet_pton(AF_INET6, host + 1, &a->sin6_addr) == 1)
+			return NULL;
+	} else {
+		struct sockaddr_in *a = (struct sockaddr_in *)ss;
+
+		a->sin_family = AF_INET;
+		a->sin_port = htons((uint16_t)p);
+		if (inet_pton(AF_INET, host, &a->sin_addr) == 1)
+			return NULL;
+	}
+	return "ADDR must be an IPv4 address or an IPv6 address in brackets";
+}
+
+/* Serve until SIGINT or SIGTERM; returns an exit status. */
+int serve(const struct tree *t, const struct sockaddr_storage *ss, bool any,
+	  bool hierarchical)
+{
+	struct server sv = { .t = *t, .hierarchical = hierarchical, .first = true };
+	unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD |
+			     MHD_USE_THREAD_PER_CONNECTION;
+	struct MHD_Daemon *daemon;
+	sigset_t stop;
+	int sig;
+
+	if (any)
+		flags |= MHD_USE_DUAL_STACK;
+	else if (ss->ss_family == AF_INET6)
+		flags |= MHD_USE_IPv6;
+	/* the threads MHD starts inherit the mask: only sigwait takes these */
+	sigemptyset(&stop);
+	sigaddset(&stop, SIGINT);
+	sigaddset(&stop, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &stop, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	pthread_mutex_init(&sv.lock, NULL);
+	daemon = MHD_start_daemon(flags, ntohs(((const struct sockaddr_in *)ss)->sin_port),
+				  NULL, NULL, handle, &sv,
+				  MHD_OPTION_SOCK_ADDR, ss,
+				  MHD_OPTION_CONNECTION_LIMIT, (unsigned int)MAX_CONNECTIONS,
+				  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)IDLE_TIMEOUT_S,
+				  MHD_OPTION_END);
+	if (!daemon) {
+		diag_msg("cannot listen on the address of --listen: %s",
+			 strerror(errno ? errno : EADDRINUSE));
+		pthread_mutex_destroy(&sv.lock);
+		return 2;
+	}
+	diag_msg("serving /metrics on port %u",
+		 (unsigned int)ntohs(((const struct sockaddr_in *)ss)->sin_port));
+	while (sigwait(&stop, &sig) != 0)
+		;
+	MHD_stop_daemon(daemon);
+	if (sv.have_older)
+		sample_free(&sv.older);
+	if (sv.have_newer)
+		sample_free(&sv.newer);
+	pthread_mutex_destroy(&sv.lock);
+	return 0;
+}
