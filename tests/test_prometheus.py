@@ -1,0 +1,90 @@
+# SPDX-License-Identifier: GPL-2.0
+"""energystat --listen scraped by a real Prometheus (Debian's) in a VM
+(issue 17): cgroups shaped like Kubernetes pods and a systemd service burn
+for a minute of scrapes; Prometheus's rate() of each one's joules against
+the module's own power over the same window, sum() of the default series
+against the root's, the pod-label join of docs/prometheus.md against a
+kube-state-metrics stand-in, and an exporter run as a container (own
+cgroup, cgroup, mount and PID namespaces, the node's tree bind-mounted)
+against the host's. One boot runs tests/vm/guest/guest_prometheus.py; the
+served text itself is tested on the host (tests/test_exporter.py)."""
+import pytest
+
+import need
+from test_energystat import tool  # noqa: F401 (the fixture)
+from workload import cgwork, guest_json, ok
+
+# energystat and Prometheus read what every kernel's module writes alike;
+# one kernel keeps make check within its time budget
+PROM_FLAVOUR = '6.1'
+GUEST = 'tests/vm/guest/guest_prometheus.py'
+BURNERS = ('cart', 'db', 'burn.service')
+LIMIT = 0.05            # the issue's
+
+
+@pytest.fixture(scope='module')
+def res(request, vm, vm_flavour):
+    if vm_flavour != PROM_FLAVOUR:
+        pytest.skip(f'Prometheus runs on {PROM_FLAVOUR} only')
+    for cmd, package in (('prometheus', 'prometheus'),
+                         ('unshare', 'util-linux'), ('ip', 'iproute2')):
+        need.need(cmd, package)
+    ko, es = request.getfixturevalue('cge_ko'), request.getfixturevalue('tool')
+    r = vm.run({'run': f'/usr/bin/python3 {GUEST} {ko} {cgwork()} {es}'},
+               flavour=vm_flavour, timeout=300)
+    return guest_json(r)
+
+
+def test_targets_up_every_scrape(res):
+    r = ok(res, 's_health')
+    for job in ('cgroup_energy', 'kube-state-metrics'):
+        assert r[job]['min'] == 1, r
+        # one scrape a second over the minute
+        assert r['span_s'] - 1 <= r[job]['count'] <= r['span_s'] + 1, r
+
+
+@pytest.mark.parametrize('name', BURNERS)
+def test_rate_is_module_power(res, name):
+    r = ok(res, 's_rate')
+    c = r['cgroups'][name]
+    # The premise, a loop burning in the window: a CPU of the model's is
+    # 0.74-3.5 W; cart has CPU 0, db and burn.service half of CPU 1 each.
+    assert 0.3 <= c['module_w'] <= 3.5, r
+    # Prometheus's window runs between two scrapes that read samples whose
+    # snapshots the guest took, so both count the same joules; it is timed
+    # by the scrapes' timestamps, the module's by its samples: a scrape
+    # reads the last sample before it, up to an interval (100 ms) earlier,
+    # so the two lengths differ by under 0.1 s of about 50 s (0.2 %).
+    assert abs(c['ratio'] - 1) <= LIMIT, r
+
+
+def test_sum_of_default_series_is_root(res):
+    r = ok(res, 's_rate')
+    # each scrape's own shares add up to the root's counter, and none went
+    # down (a counter reset to rate())
+    assert r['sum']['resets'] == 0, r
+    assert abs(r['sum']['ratio'] - 1) <= LIMIT, r
+
+
+def test_pod_join_from_docs(res):
+    r = ok(res, 's_join')
+    # kube_pod_info of the node's three pods and of one elsewhere: the
+    # node's three, named; the two that burn with power
+    assert [s[:2] for s in r['series']] == [
+        ['monitoring', 'cgroup-energy-7xk2p'],
+        ['shop', 'cart-5d8f7c9b6-x2k4q'], ['shop', 'db-0']], r
+    assert all(w > 0 for _, _, w in r['series'][1:]), r
+
+
+def test_containerised_exporter_serves_host_tree(res):
+    r = ok(res, 's_container')
+    # the premise, a container's view: its cgroup namespace's root, and a
+    # /sys/fs/cgroup of its own cgroup only
+    assert r['ctr_self'] == '0::/', r
+    assert 'kubepods.slice' not in r['ctr_view'], r
+    # the node's tree, as the host exporter serves it, read in one sample
+    assert r['host_only'] == r['ctr_only'] == r['differ'] == [], r
+    # the root and the 11 directories the guest made, the burning ones
+    # among them
+    assert len(r['cgroups']) == 12, r
+    assert '/system.slice/burn.service' in r['cgroups'], r
