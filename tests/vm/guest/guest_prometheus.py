@@ -6,11 +6,17 @@ a kube-state-metrics stand-in; then Prometheus's HTTP API against the
 module's own snapshots, and a second energystat run as a container would
 run it against the first.
 
-usage: guest_prometheus.py MODULE.ko CGWORK ENERGYSTAT"""
+usage: guest_prometheus.py MODULE.ko CGWORK ENERGYSTAT PROMETHEUS_PID
+
+Prometheus is started before this script, by its command line in
+test_prometheus.py, with prometheus.yml (scraping HOST and KSM below) and
+its log in PROM_LOG: the two starts, each several seconds under TCG,
+overlap."""
 import http.server
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import threading
@@ -23,7 +29,7 @@ from common import (CG, EN, REPO, Work, info, insmod, main_args, mkcg,
                     mount_en, next_sample, scenarios, sh)
 
 KO, CGWORK = main_args()
-ES = os.path.abspath(sys.argv[3])
+ES, PROM_PID = os.path.abspath(sys.argv[3]), int(sys.argv[4])
 W = Work(CGWORK)
 HOST, CTR, KSM, PROM = 9400, 9401, 9402, 9090       # loopback ports
 SCRAPE_S = 60           # the issue's minute of scrapes while the loops burn
@@ -31,7 +37,8 @@ SCRAPE_S = 60           # the issue's minute of scrapes while the loops burn
 # samples for this long, so that one or more scrapes (one a second) read a
 # sample that was recorded.
 CAPTURE_S = 2.5
-WORK = Path('/tmp/prom')
+WORK = Path('/tmp/exporter')
+PROM_LOG = Path('/tmp/prometheus.log')
 
 
 def container(uid, qos, cid):
@@ -71,16 +78,6 @@ KSM_TEXT = '# HELP kube_pod_info Information about pod.\n' \
         f'kube_pod_info{{namespace="{ns}",pod="{pod}",uid="{uid}",'
         f'node="{"node1" if cid else "node2"}",created_by_kind="ReplicaSet"}}'
         ' 1\n' for ns, pod, uid, _, cid in PODS.values())
-
-PROM_YML = f"""global:
-  scrape_interval: 1s
-  scrape_timeout: 1s
-scrape_configs:
-  - job_name: cgroup_energy
-    static_configs: [{{targets: ['127.0.0.1:{HOST}']}}]
-  - job_name: kube-state-metrics
-    static_configs: [{{targets: ['127.0.0.1:{KSM}']}}]
-"""
 
 # The containerised exporter, in its own cgroup, cgroup, mount and PID
 # namespaces: the node's tree bind-mounted (a hostPath volume), the node's
@@ -154,7 +151,6 @@ def s_start(ctx):
     mount_en()
     mkcg(*BURNING, EXPORTER)
     (WORK / 'energy').mkdir(parents=True)
-    (WORK / 'prometheus.yml').write_text(PROM_YML)
     ksm = http.server.ThreadingHTTPServer(('127.0.0.1', KSM), KsmHandler)
     threading.Thread(target=ksm.serve_forever, daemon=True).start()
     ctx['procs'] = [
@@ -166,14 +162,8 @@ def s_start(ctx):
              'sh -c "$0"', CTR_SH], stdout=subprocess.DEVNULL)]
     ctx['burners'] = [W.start(cg, 'busy', 2 * SCRAPE_S, cpu=cpu)
                       for cg, cpu in BURNERS.values()]
-    log = (WORK / 'prometheus.log').open('w')
-    t0 = time.time()
-    ctx['procs'].append(subprocess.Popen(
-        ['prometheus', f'--config.file={WORK}/prometheus.yml',
-         f'--storage.tsdb.path={WORK}/data',
-         f'--web.listen-address=127.0.0.1:{PROM}', '--log.level=warn'],
-        stdout=log, stderr=log))
     # Prometheus hands its targets to the scrape loops 5 s after it starts
+    t0 = time.time()
     while True:
         try:
             targets = api('targets')['activeTargets']
@@ -183,10 +173,11 @@ def s_start(ctx):
             break
         if time.time() > t0 + 60:
             raise RuntimeError(f'targets not up in 60 s: {targets}; log: '
-                               + (WORK / 'prometheus.log').read_text()[-2000:])
+                               + PROM_LOG.read_text()[-2000:])
         time.sleep(0.2)
     ctx['t_up'] = time.time()
-    return {'up_after_s': round(ctx['t_up'] - t0, 1)}
+    # the guest's uptime when the minute of scrapes began
+    return {'up_at_s': float(Path('/proc/uptime').read_text().split()[0])}
 
 
 def capture(rels):
@@ -221,13 +212,13 @@ def s_burn(ctx):
 
 
 def scrape_at(cap, scrapes):
-    """The first scrape (timestamp, samples) that read a sample @cap
-    recorded."""
-    for ts, n in scrapes:
-        if n in cap:
-            return ts, n
-    raise RuntimeError(f'no scrape read one of samples {min(cap)}-'
-                       f'{max(cap)}: {scrapes}')
+    """Of the scrapes (timestamp, samples) that read a sample @cap
+    recorded, the one timed closest to that sample."""
+    got = [(ts, n) for ts, n in scrapes if n in cap]
+    if not got:
+        raise RuntimeError(f'no scrape read one of samples {min(cap)}-'
+                           f'{max(cap)}: {scrapes}')
+    return min(got, key=lambda x: abs(x[0] - cap[x[1]]['wall']))
 
 
 def s_rate(ctx):
@@ -259,11 +250,15 @@ def s_rate(ctx):
                       for ts, c in ((ts_a, a), (ts_b, b))],
            'cgroups': {}}
     for name, (rel, _) in BURNERS.items():
-        [(_, prom)] = query(f'rate(cgroup_energy_joules_total'
-                            f'{{cgroup="/{rel}"}}[{win}])', ts_b)
-        out['cgroups'][name] = {'prom_w': round(prom, 4),
-                               'module_w': round(module_w(rel), 4),
-                               'ratio': round(prom / module_w(rel), 5)}
+        sel = f'cgroup_energy_joules_total{{cgroup="/{rel}"}}'
+        [(_, prom)] = query(f'rate({sel}[{win}])', ts_b)
+        out['cgroups'][name] = {
+            'prom_w': round(prom, 4), 'module_w': round(module_w(rel), 4),
+            'ratio': round(prom / module_w(rel), 5),
+            # what each scrape served less the snapshot of the sample its
+            # cgroup_energy_samples_total names
+            'served_uj': [round(query(sel, ts)[0][1] * 1e6) - c['uj'][rel]
+                          for ts, c in ((ts_a, a), (ts_b, b))]}
     [(_, total)] = query(f'sum(rate(cgroup_energy_joules_total[{win}]))', ts_b)
     [(_, resets)] = query(f'sum(resets(cgroup_energy_joules_total[{span}]))',
                           ctx['t_end'])
@@ -331,6 +326,9 @@ def s_stop(ctx):
     for p in ctx.get('procs', []):
         p.terminate()
         p.wait()
+    os.kill(PROM_PID, signal.SIGTERM)
+    os.waitpid(PROM_PID, 0)         # this script's child: its shell exec'd it
+    print(PROM_LOG.read_text(), file=sys.stderr)
     return {}
 
 
