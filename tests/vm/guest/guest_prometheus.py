@@ -25,7 +25,7 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
-from common import (CG, EN, REPO, Work, info, insmod, main_args, mkcg,
+from common import (CG, EN, REPO, Work, fifo, info, insmod, main_args, mkcg,
                     mount_en, next_sample, scenarios, sh)
 
 KO, CGWORK = main_args()
@@ -183,11 +183,14 @@ def s_start(ctx):
 def capture(rels):
     """The module's snapshot just after each of its samples for CAPTURE_S
     s: {samples: {'ns': last_sample_ns, 'wall': that time on the wall
-    clock (Prometheus's), 'uj': {rel: energy_uj}}}."""
+    clock (Prometheus's), 'uj': {rel: energy_uj}}}. At real-time
+    priority: among the loops and Prometheus, snapshots straddled a sample
+    20 times in a row."""
     out = {}
     end = time.monotonic() + CAPTURE_S
     while time.monotonic() < end:
-        s = next_sample(rels)
+        with fifo():
+            s = next_sample(rels)
         off = time.time_ns() - time.monotonic_ns()
         i = s['info']
         out[i['samples']] = {'ns': i['last_sample_ns'],
