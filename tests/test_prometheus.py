@@ -41,13 +41,19 @@ def res(request, vm, vm_flavour):
     return guest_json(r)
 
 
-def test_targets_up_every_scrape(res):
+def test_targets_scraped_every_second(res):
     r = ok(res, 's_health')
+    # One scrape a second, started on a tick: 60 in 60.07 s and 61 in 60.08
+    # s, all up, on a host at load 2-3. A guest the host stops for a while
+    # (make check runs guests side by side) loses the ticks of that time,
+    # and a scrape in flight then may time out (1 s): the module's late
+    # samples say how long it stood still (stalled_s). 54 in 60.1 s, one
+    # failed, across a stop of about 7 s (21 samples in 8.9 s) at load 4.3.
     for job in ('cgroup_energy', 'kube-state-metrics'):
-        assert r[job]['min'] == 1, r
-        # one scrape a second over the minute, started on a tick: 60 in
-        # 60.07 s and 61 in 60.08 s
-        assert r['span_s'] - 1 <= r[job]['count'] <= r['span_s'] + 1, r
+        j = r[job]
+        assert r['span_s'] - 1 - r['stalled_s'] <= j['scrapes'] <= \
+            r['span_s'] + 1, r
+        assert 0 <= j['scrapes'] - j['up'] <= int(r['stalled_s']), r
 
 
 @pytest.mark.parametrize('name', BURNERS)
@@ -57,15 +63,16 @@ def test_rate_is_module_power(res, name):
     # The premise, a loop burning in the window: a CPU of the model's is
     # 0.74-3.5 W; cart has CPU 0, db and burn.service half of CPU 1 each.
     assert 0.3 <= c['module_w'] <= 3.5, r
-    # Prometheus's window runs between two scrapes that read samples the
-    # guest's snapshots recorded, so both count the same joules (served_uj:
-    # each scrape served those snapshots' counters to the µJ); only the
-    # clocks differ. Prometheus times a scrape when it starts; the exporter
-    # read the module's last sample up to an interval (100 ms) before that,
-    # or, served late among the loops, up to the scrape timeout (1 s)
-    # after. The two lengths of the 52 s window differ by 1.1 s at most
-    # (2.1 %): measured 0.2 and 0.3 s (lag_ms), ratios 0.995-1.006 in
-    # tests/results/prometheus.jsonl.
+    # Prometheus's window runs between two scrapes, the module's between
+    # the snapshots nearest to them (lag_ms, samples_apart): both count the
+    # joules of about 52 s of the same steady loops, the module's ends a
+    # few samples from Prometheus's at most. Prometheus times a scrape when
+    # it starts; the exporter read the module's last sample up to an
+    # interval (100 ms) before that or, served late among the loops, up to
+    # the scrape timeout (1 s) after. So the window's two lengths differ by
+    # 1.1 s at most (2.1 %); measured 0.2 and 0.3 s with each scrape paired
+    # with the snapshot of the sample it read (served to the µJ): ratios
+    # 0.995-1.006 in tests/results/prometheus.jsonl.
     assert abs(c['ratio'] - 1) <= LIMIT, r
 
 

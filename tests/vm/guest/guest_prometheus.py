@@ -25,8 +25,8 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
-from common import (CG, EN, REPO, Work, fifo, insmod, main_args, mkcg,
-                    mount_en, next_sample, scenarios, sh)
+from common import (CG, EN, REPO, Work, fifo, info, insmod, main_args,
+                    mkcg, mount_en, scenarios, sh, snapshot)
 
 KO, CGWORK = main_args()
 ES, PROM_PID = os.path.abspath(sys.argv[3]), int(sys.argv[4])
@@ -181,29 +181,39 @@ def s_start(ctx):
 
 
 def capture(rels):
-    """The module's snapshot just after each of its samples for CAPTURE_S
-    s: {samples: {'ns': last_sample_ns, 'wall': that time on the wall
-    clock (Prometheus's), 'uj': {rel: energy_uj}}}. At real-time
-    priority: among the loops and Prometheus, snapshots straddled a sample
-    20 times in a row."""
-    out = {}
+    """The module's snapshots for CAPTURE_S s, one every 50 ms or so:
+    [{'samples', 'ns': last_sample_ns, 'wall': that time on the wall clock
+    (Prometheus's), 'uj': {rel: energy_uj}}]. Each snapshot's reads at
+    real-time priority: among the loops and Prometheus, they straddled a
+    sample 20 times in a row. The waits between them at normal priority:
+    with next_sample()'s polling at real-time priority too, the exporter
+    went without CPU time and a scrape failed."""
+    out = []
     end = time.monotonic() + CAPTURE_S
     while time.monotonic() < end:
         with fifo():
-            s = next_sample(rels)
+            s = snapshot(rels)
         off = time.time_ns() - time.monotonic_ns()
         i = s['info']
-        out[i['samples']] = {'ns': i['last_sample_ns'],
-                             'wall': (i['last_sample_ns'] + off) / 1e9,
-                             'uj': {r: s['stat'][r]['energy_uj']
-                                    for r in rels}}
+        out.append({'samples': i['samples'], 'ns': i['last_sample_ns'],
+                    'wall': (i['last_sample_ns'] + off) / 1e9,
+                    'uj': {r: s['stat'][r]['energy_uj'] for r in rels}})
+        time.sleep(0.05)
     return out
+
+
+def overruns():
+    """The module's late samples so far, as time: a guest that the host
+    stops for a while misses a sample per interval of it."""
+    i = info()
+    return i['sampler_overruns'] * i['interval_ms'] / 1000
 
 
 def s_burn(ctx):
     """A minute of scrapes from the first that found both targets up,
     the loops burning throughout; the module's snapshots at two ends."""
     rels = ('', *BURNING)
+    stalled = overruns()
     wait_until(ctx['t_up'] + 2)
     ctx['cap_a'] = capture(rels)
     wait_until(ctx['t_up'] + SCRAPE_S - 3 - CAPTURE_S)
@@ -211,32 +221,30 @@ def s_burn(ctx):
     wait_until(ctx['t_up'] + SCRAPE_S)
     W.stop(ctx['burners'], BURNING)
     ctx['t_end'] = time.time()
+    ctx['stalled_s'] = round(overruns() - stalled, 1)
     return {'captured': [len(ctx['cap_a']), len(ctx['cap_b'])]}
 
 
-def scrape_at(cap, scrapes):
-    """Of the scrapes (timestamp, samples) that read a sample @cap
-    recorded, the one timed closest to that sample."""
-    got = [(ts, n) for ts, n in scrapes if n in cap]
-    if not got:
-        raise RuntimeError(f'no scrape read one of samples {min(cap)}-'
-                           f'{max(cap)}: {scrapes}')
-    return min(got, key=lambda x: abs(x[0] - cap[x[1]]['wall']))
+def nearest(cap, scrapes):
+    """Of the scrapes (timestamp, samples read) and the snapshots of
+    @cap, the pair nearest in time: a scrape and the module's sample of a
+    snapshot."""
+    return min(((s, c) for s in scrapes for c in cap),
+               key=lambda x: abs(x[0][0] - x[1]['wall']))
 
 
 def s_rate(ctx):
-    """rate() over the window between two scrapes that read samples the
-    module's snapshots recorded, against the module's energy over the same
-    samples by its clock: each test cgroup's, and sum() of every default
-    series against the root's."""
+    """rate() over the window between two scrapes, against the module's
+    energy over the window between the two snapshots nearest to them, by
+    its clock: each test cgroup's, and sum() of every default series
+    against the root's."""
     span = f'{int(ctx["t_end"] - ctx["t_up"]) + 5}s'
     [series] = api('query', query='cgroup_energy_samples_total'
                    f'{{job="cgroup_energy"}}[{span}]',
                    time=f'{ctx["t_end"]:.3f}')['result']
     scrapes = [(ts, int(v)) for ts, v in series['values']]
-    (ts_a, n_a), (ts_b, n_b) = (scrape_at(ctx['cap_a'], scrapes),
-                                scrape_at(ctx['cap_b'], scrapes))
-    a, b = ctx['cap_a'][n_a], ctx['cap_b'][n_b]
+    ((ts_a, n_a), a), ((ts_b, n_b), b) = (nearest(ctx['cap_a'], scrapes),
+                                          nearest(ctx['cap_b'], scrapes))
     ctx['ts_b'] = ts_b
     # from just after the first scrape (range selectors hold (t - w, t] or
     # [t - w, t] by version): with the gap to its start under 1.1 scrape
@@ -248,20 +256,18 @@ def s_rate(ctx):
         return (b['uj'][rel] - a['uj'][rel]) / 1e6 / dt
 
     out = {'window_s': round(ts_b - ts_a, 3), 'module_s': round(dt, 3),
-           # each scrape's time less its module sample's (wall clock)
+           # at each end, the scrape's time less its snapshot's sample's
+           # (wall clock), and the sample it read less that one
            'lag_ms': [round((ts - c['wall']) * 1000, 1)
                       for ts, c in ((ts_a, a), (ts_b, b))],
+           'samples_apart': [n_a - a['samples'], n_b - b['samples']],
            'cgroups': {}}
     for name, (rel, _) in BURNERS.items():
-        sel = f'cgroup_energy_joules_total{{cgroup="/{rel}"}}'
-        [(_, prom)] = query(f'rate({sel}[{win}])', ts_b)
+        [(_, prom)] = query(f'rate(cgroup_energy_joules_total'
+                            f'{{cgroup="/{rel}"}}[{win}])', ts_b)
         out['cgroups'][name] = {
             'prom_w': round(prom, 4), 'module_w': round(module_w(rel), 4),
-            'ratio': round(prom / module_w(rel), 5),
-            # what each scrape served less the snapshot of the sample its
-            # cgroup_energy_samples_total names
-            'served_uj': [round(query(sel, ts)[0][1] * 1e6) - c['uj'][rel]
-                          for ts, c in ((ts_a, a), (ts_b, b))]}
+            'ratio': round(prom / module_w(rel), 5)}
     [(_, total)] = query(f'sum(rate(cgroup_energy_joules_total[{win}]))', ts_b)
     [(_, resets)] = query(f'sum(resets(cgroup_energy_joules_total[{span}]))',
                           ctx['t_end'])
@@ -271,12 +277,14 @@ def s_rate(ctx):
 
 
 def s_health(ctx):
-    """Each target over the minute: up at every scrape, and how many."""
+    """Each target over the minute: its scrapes and how many were up; the
+    time the guest stood still meanwhile, by the module's late samples."""
     span = f'{round((ctx["t_end"] - ctx["t_up"]) * 1000)}ms'
-    out = {'span_s': round(ctx['t_end'] - ctx['t_up'], 3)}
-    for f in ('min', 'count'):
+    out = {'span_s': round(ctx['t_end'] - ctx['t_up'], 3),
+           'stalled_s': ctx['stalled_s']}
+    for f, key in (('count', 'scrapes'), ('sum', 'up')):
         for labels, v in query(f'{f}_over_time(up[{span}])', ctx['t_end']):
-            out.setdefault(labels['job'], {})[f] = v
+            out.setdefault(labels['job'], {})[key] = v
     return out
 
 
