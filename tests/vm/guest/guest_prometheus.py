@@ -33,9 +33,8 @@ ES, PROM_PID = os.path.abspath(sys.argv[3]), int(sys.argv[4])
 W = Work(CGWORK)
 HOST, CTR, KSM, PROM = 9400, 9401, 9402, 9090       # loopback ports
 SCRAPE_S = 60           # the issue's minute of scrapes while the loops burn
-# Each end of the compared window: the module's snapshot after each of its
-# samples for this long, so that one or more scrapes (one a second) read a
-# sample that was recorded.
+# Each end of the compared window: the module's snapshots for this long,
+# two or more scrapes (one a second) among them.
 CAPTURE_S = 2.5
 WORK = Path('/tmp/exporter')
 PROM_LOG = Path('/tmp/prometheus.log')
@@ -92,7 +91,7 @@ ls {CG} > {WORK}/ctr-view
 exec {ES} --root {WORK}/energy --listen 127.0.0.1:{CTR}
 """
 
-# served counters that depend on when, not what, the exporter read
+# served series that depend on when, not what, the exporter read
 TIMED = ('cgroup_energy_watts', 'cgroup_energy_measured_watts',
          'cgroup_energy_last_sample_age_seconds')
 
@@ -186,8 +185,8 @@ def capture(rels):
     (Prometheus's), 'uj': {rel: energy_uj}}]. Each snapshot's reads at
     real-time priority: among the loops and Prometheus, they straddled a
     sample 20 times in a row. The waits between them at normal priority:
-    with next_sample()'s polling at real-time priority too, the exporter
-    went without CPU time and a scrape failed."""
+    with next_sample()'s polling at real-time priority too, a scrape
+    failed meanwhile, the guest running (its samples on time)."""
     out = []
     end = time.monotonic() + CAPTURE_S
     while time.monotonic() < end:
@@ -327,8 +326,8 @@ def s_container(ctx):
 
 
 def s_stop(ctx):
-    """Everything this script started ends here: the guest's command
-    returns once no process holds its output."""
+    """Everything this script started ends here, before the guest's
+    dmesg and power-off; Prometheus's log goes to the run's output."""
     W.stop(ctx.get('burners', []), BURNING)
     (CG / EXPORTER / 'cgroup.kill').write_text('1\n')
     for p in ctx.get('procs', []):
