@@ -19,7 +19,8 @@ set -eu
 PKGS="gcc make perl bc flex bison libelf-dev libssl-dev dwarves cpio kmod \
 xz-utils zstd rsync busybox-static python3 python3-pytest \
 linux-source-6.1 valgrind prometheus dkms openssl systemd \
-linux-perf rt-tests bpftrace debootstrap debhelper dh-dkms lintian libmicrohttpd-dev"
+linux-perf rt-tests bpftrace debootstrap debhelper dh-dkms lintian libmicrohttpd-dev \
+iproute2"
 QEMU_PKG=qemu-system-x86
 QEMU_MIN=1:10.0
 BPO=/etc/apt/sources.list.d/cgroup-energy-bookworm-backports.sources

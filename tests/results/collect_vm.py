@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 """Append the figures of the latest VM runs to tests/results/*.jsonl.
 
-usage: collect_vm.py systime|rapl-emu [RUNS_DIR]
+usage: collect_vm.py systime|rapl-emu|prometheus [RUNS_DIR]
 
 Reads the guests' CGE-RESULT lines in RUNS_DIR (default .build/vm-runs; the
 harness keeps the last CGE_KEEP_RUNS runs, 20 unless set) and appends, per
@@ -14,6 +14,9 @@ of a tree with changes, are left out) with the kernel version and the date:
   rapl-emu  tests/vm/guest/guest_rapl.py: every scenario's figures but
             detection's (conservation against the emulated hardware, wraps,
             packages, cores, overflow, PSYS, suspend, faults)
+  prometheus tests/vm/guest/guest_prometheus.py: every scenario's figures
+            (Prometheus's rate() against the module's power, the scrapes,
+            the pod join, the containerised exporter against the host's)
 """
 import json
 import subprocess
@@ -59,6 +62,10 @@ def rows(kind, runs_dir):
                    **{k: {f: v for f, v in r.items() if f != 'seconds'}
                       for k, r in res.items()
                       if k not in ('s_detect', 's_end')}}
+        elif kind == 'prometheus' and 's_rate' in res:
+            key = flavour
+            row = {k: {f: v for f, v in r.items() if f != 'seconds'}
+                   for k, r in res.items() if k != 's_stop'}
         else:
             continue
         row.pop('seconds', None)

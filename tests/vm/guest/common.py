@@ -169,6 +169,19 @@ def housekeeping_on_cpu0():
         os.sched_setaffinity(0, set(range(os.cpu_count())))
 
 
+@contextlib.contextmanager
+def fifo():
+    """This thread at SCHED_FIFO for a while: among busy loops on every
+    CPU, reads that must fall between two of the module's samples would
+    otherwise outlast its interval, over and over."""
+    old = os.sched_getscheduler(0), os.sched_getparam(0)
+    os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(10))
+    try:
+        yield
+    finally:
+        os.sched_setscheduler(0, old[0], old[1])
+
+
 def sh(cmd, check=True):
     p = subprocess.run(cmd, shell=True, text=True, capture_output=True)
     if check and p.returncode:

@@ -25,7 +25,6 @@ Workloads are moved into their cgroup while they sleep (blocked on a pipe
 before they exec cgwork), so that where a move falls within a slice does
 not matter; one scenario (moved) measures what happens when it does.
 """
-import contextlib
 import json
 import os
 import platform
@@ -35,9 +34,9 @@ import time
 from pathlib import Path
 
 from common import (CG, PARAMS, REPO, compare_usage, cpu_usage,  # noqa: E402
-                    emu_truth, emu_uj, info, insmod, mkcg, mount_debugfs, mount_en,
-                    next_sample, proc_idle_usec, rmmod, settle, snapshot,
-                    umount_en)
+                    emu_truth, emu_uj, fifo, info, insmod, mkcg, mount_debugfs,
+                    mount_en, next_sample, proc_idle_usec, rmmod, settle,
+                    snapshot, umount_en)
 
 sys.path.insert(0, str(REPO / 'bench'))
 import calibrate  # noqa: E402
@@ -105,17 +104,6 @@ def hw_snapshot(cgs):
     would otherwise outlast the 100 ms interval."""
     with fifo():
         return _hw_snapshot(cgs)
-
-
-@contextlib.contextmanager
-def fifo():
-    """This process at SCHED_FIFO for a while (reads among busy loops)."""
-    old = os.sched_getscheduler(0), os.sched_getparam(0)
-    os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(10))
-    try:
-        yield
-    finally:
-        os.sched_setscheduler(0, old[0], old[1])
 
 
 def _hw_snapshot(cgs):
