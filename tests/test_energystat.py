@@ -46,6 +46,9 @@ def tool():
 
 
 def run(tool, *args, check_rc=None, preexec_fn=None, timeout=30, **kw):
+    # the table fits $COLUMNS when stdout is not a terminal: 80 unless a
+    # test says otherwise, whatever the environment running the tests says
+    kw.setdefault("env", dict(os.environ, COLUMNS="80", LINES="24"))
     r = subprocess.run([tool, *[os.fsdecode(a) for a in args]],
                        capture_output=True, timeout=timeout,
                        preexec_fn=preexec_fn, **kw)
@@ -145,7 +148,8 @@ def tree(tmp_path):
 def test_table_values_and_order(tool, tree):
     r = run(tool, "--root", tree.path, check_rc=0)
     head, rows = table(r.out)
-    assert head == ["CGROUP", "ENERGY(J)", "CPU(s)", "WAKEUPS", "IMPACT(s)"]
+    # the fixture's source is the model: its joules are estimates
+    assert head == ["CGROUP", "ENERGY(J)~", "CPU(s)", "WAKEUPS", "IMPACT(s)"]
     assert [p for p, _ in rows] == [
         "/", "/system.slice", "/system.slice/db.service",
         "/system.slice/nginx.service", "/user.slice",
@@ -184,12 +188,12 @@ def test_sort_keys(tool, tree):
 
 
 def test_depth(tool, tree):
-    assert list(rowmap(run(tool, "--root", tree.path, "-d", "0",
+    assert list(rowmap(run(tool, "--root", tree.path, "--depth", "0",
                            check_rc=0).out)) == ["/"]
     assert sorted(rowmap(run(tool, "--root", tree.path, "--depth", "1",
                              check_rc=0).out)) == [
         "/", "/system.slice", "/user.slice"]
-    assert sorted(rowmap(run(tool, "--root", tree.path, "-d", "1",
+    assert sorted(rowmap(run(tool, "--root", tree.path, "--depth", "1",
                              "system.slice", check_rc=0).out)) == [
         "/system.slice", "/system.slice/db.service",
         "/system.slice/nginx.service"]
@@ -385,7 +389,7 @@ def test_missing_file_and_odd_entries(tool, tree):
 
 def test_root_malformed_nothing_else(tool, tree):
     tree.write("/", "garbage\n")
-    r = run(tool, "--root", tree.path, "-d", "0", check_rc=2)
+    r = run(tool, "--root", tree.path, "--depth", "0", check_rc=2)
     assert r.out == ""
     assert r.err == f"energystat: {tree.path}/energy.stat:1: expected 'key value'\n"
     r = run(tool, "--root", tree.path, check_rc=1)
@@ -410,7 +414,8 @@ def test_deep_tree(tool, tmp_path):
     for i in range(300):
         p += "/d"
         t.add(p, energy_uj=i)
-    r = run(tool, "--root", t.path, check_rc=1, timeout=20)
+    r = run(tool, "--root", t.path, "--depth", "300", check_rc=1, timeout=20,
+            env=dict(os.environ, COLUMNS="1000"))
     assert len(rowmap(r.out)) == 257
     assert r.err.endswith("...: deeper than 256 levels, not descending\n")
     assert len(r.err.splitlines()) == 1
@@ -657,7 +662,7 @@ def test_root_of_older_module(tool, tree):
     s = prom_samples(r.out)
     assert s["cgroup_energy_measured_joules_total"] == "12"
     assert s["cgroup_energy_idle_joules_total"] == "2"
-    live = Live(tool, "--root", tree.path, "--json", "-i", "0.3", "-n", "1")
+    live = Live(tool, "--root", tree.path, "--json", "-d", "0.3", "-n", "1")
     doc = live.doc()
     assert set(rates(doc)["/"]) == {"cpu_percent", "power_w", "wakeups_per_s",
                                     "impact", "total_w", "idle_w",
@@ -689,8 +694,8 @@ def test_prometheus_subtree_has_no_root_metrics(tool, tree):
 
 
 def test_prometheus_not_live(tool, tree):
-    r = run(tool, "--root", tree.path, "--prometheus", "-i", "1", check_rc=2)
-    assert "cannot be used with -i/-n" in r.err
+    r = run(tool, "--root", tree.path, "--prometheus", "-d", "1", check_rc=2)
+    assert "cannot be used with -d, -n or -1" in r.err
 
 
 # ---- live mode ---------------------------------------------------------------
@@ -723,7 +728,7 @@ def test_live_rates_module_clock(tool, tree):
     ns = 10**12
     info = {"source": "model", "last_sample_ns": ns}
     tree.set_info(info)
-    live = Live(tool, "--root", tree.path, "--json", "-i", "0.5", "-n", "3")
+    live = Live(tool, "--root", tree.path, "--json", "-d", "0.5", "-n", "3")
     for step in range(1, 4):
         # +1 J, +0.25 CPU-s, +50 wakeups, +0.5 impact-s on nginx per step
         tree.add("/system.slice/nginx.service", energy_uj=2_500_000 + step * 1_000_000,
@@ -752,7 +757,7 @@ def test_live_rates_module_clock(tool, tree):
 
 
 def test_live_rates_wall_clock(tool, tree):
-    live = Live(tool, "--root", tree.path, "--json", "-i", "0.4", "-n", "2")
+    live = Live(tool, "--root", tree.path, "--json", "-d", "0.4", "-n", "2")
     tree.add("/user.slice", energy_uj=2_500_000 + 800_000, usage_usec=3_000_000,
              wakeups=400, impact_usec=3_000_000)
     doc = live.doc()
@@ -771,7 +776,7 @@ def test_live_appear_disappear_reload(tool, tree):
     ns = 10**12
     tree.set_info({"last_sample_ns": ns})
     live = Live(tool, "--root", tree.path, "--json", "--sort", "path",
-                "-i", "0.5", "-n", "4")
+                "-d", "0.5", "-n", "4")
     # step 1: a cgroup appears (counters from 0), another disappears
     tree.add("/system.slice/new.service", energy_uj=500_000, usage_usec=100_000,
              wakeups=5, impact_usec=100_000)
@@ -824,7 +829,7 @@ def test_live_root_irq_softirq_steal_rates(tool, tree):
     reload."""
     ns = 10**12
     tree.set_info({"last_sample_ns": ns})
-    live = Live(tool, "--root", tree.path, "--json", "-i", "0.5", "-n", "2")
+    live = Live(tool, "--root", tree.path, "--json", "-d", "0.5", "-n", "2")
     base = dict(usage_usec=8_000_000, wakeups=1000, impact_usec=9_000_000)
     # over 0.5 s: +1 J tasks, +0.25 J / 10 % of a CPU irq, +0.1 J / 5 %
     # softirq, +0.05 J / 50 % steal, +0.6 J / 100 % idle
@@ -868,7 +873,7 @@ def test_live_root_irq_softirq_steal_rates(tool, tree):
 
 
 def test_live_tree_goes_and_comes_back(tool, tree):
-    live = Live(tool, "--root", tree.path, "--json", "-i", "1", "-n", "3")
+    live = Live(tool, "--root", tree.path, "--json", "-d", "1", "-n", "3")
     os.rename(os.path.join(tree.path, "energy.stat"),
               os.path.join(tree.path, "saved"))
     # update 1 fails: not mounted; the tree is back 1 s before update 2
@@ -910,7 +915,7 @@ def test_info_repeated_and_junk_lines(tool, tree):
 def test_live_table(tool, tree):
     ns = 10**12
     tree.set_info({"last_sample_ns": ns})
-    p = subprocess.Popen([tool, "--root", tree.path, "-i", "0.5", "-n", "2"],
+    p = subprocess.Popen([tool, "--root", tree.path, "-d", "0.5", "-n", "2"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     wait_first_read(p)
     tree.add("/system.slice/db.service", energy_uj=5_000_000 + 1_500_000,
@@ -923,22 +928,24 @@ def test_live_table(tool, tree):
     assert p.returncode == 1
     first, second = out.split("\n\n")
     head, rows = table(first)
-    assert head == ["CGROUP", "POWER(W)", "CPU%", "WAKEUPS/s", "IMPACT"]
+    assert head == ["CGROUP", "POWER(W)", "CPU%", "WAKEUPS/s", "IMPACT"]  # no source: measured
     m = dict(rows)
     assert rows[0][0] == "/"
     assert rows[1] == ("/system.slice/db.service", ["3.000", "100.0", "20.0", "50.0"])
     assert m["/added"] == ["0.000", "0.0", "0.0", "0.0"]
     assert "/user.slice" not in m
     assert m["/user.slice/user-1000.slice"] == ["0.000", "0.0", "0.0", "0.0"]
+    # no module sample since (last_sample_ns unchanged): the module's rate
+    # again, not a rate of 0 over the wall clock
     m2 = rowmap(second)
-    assert m2["/system.slice/db.service"] == ["0.000", "0.0", "0.0", "0.0"]
+    assert m2["/system.slice/db.service"] == ["3.000", "100.0", "20.0", "50.0"]
     assert f"{tree.path}/user.slice/energy.stat:1: expected 'key value'" in err
 
 
 def test_live_table_dash_after_unreadable(tool, tree):
     """A cgroup unreadable in the previous sample has no rate: '-'."""
     tree.write("/user.slice", "bad\n")
-    p = subprocess.Popen([tool, "--root", tree.path, "-i", "0.4", "-n", "1"],
+    p = subprocess.Popen([tool, "--root", tree.path, "-d", "0.4", "-n", "1"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     wait_first_read(p)
     tree.add("/user.slice", energy_uj=1)
@@ -951,8 +958,8 @@ def test_live_table_dash_after_unreadable(tool, tree):
 
 def test_help_version(tool):
     r = run(tool, "--help", check_rc=0)
-    for opt in ("--depth", "--interval", "--count", "--json", "--prometheus",
-                "--root", "--sort", "--version"):
+    for opt in ("--depth", "--delay", "--iterations", "-1", "--batch",
+                "--json", "--prometheus", "--root", "--sort", "--version"):
         assert opt in r.out
     r = run(tool, "--version", check_rc=0)
     assert r.out == f"energystat {header_define('CGE_VERSION')}\n"
@@ -961,14 +968,23 @@ def test_help_version(tool):
 
 @pytest.mark.parametrize("args,msg", [
     (["--bogus"], "unknown option '--bogus'"),
-    (["-d", "x"], "invalid depth 'x'"),
-    (["-d", "-1"], "invalid depth '-1'"),
-    (["-i", "0"], "invalid interval '0'"),
-    (["-i", "nan"], "invalid interval 'nan'"),
-    (["-n", "0"], "invalid count '0'"),
+    (["--depth", "x"], "invalid depth 'x'"),
+    (["--depth", "-1"], "invalid depth '-1'"),
+    # -d was the depth: a script's "-d 0" gets an error naming --depth
+    (["-d", "0"], "invalid delay '0': expected seconds between updates, "
+     "from 0.01 to 86400 (-d is the delay, as in systemd-cgtop; levels are "
+     "--depth)"),
+    (["-d", "nan"], "invalid delay 'nan'"),
+    (["-d", "x"], "invalid delay 'x'"),
+    # -i was the interval: gone, with the flag to use instead
+    (["-i", "1"], "-i/--interval is gone: the delay between updates is "
+     "-d/--delay SEC, as in systemd-cgtop"),
+    (["--interval", "1"], "-i/--interval is gone"),
+    (["-n", "0"], "invalid iterations '0'"),
     (["-s", "watts"], "invalid sort key 'watts'"),
     (["--json", "--prometheus"], "--json and --prometheus exclude each other"),
     (["-d"], "option '-d' needs an argument"),
+    (["--prometheus", "-1"], "cannot be used with -d, -n or -1"),
 ])
 def test_usage_errors(tool, tree, args, msg):
     r = run(tool, "--root", tree.path, *args, check_rc=2)
@@ -1027,7 +1043,8 @@ def test_10000_cgroups_cpu_time_guard(tool, tmp_path):
         took = (r1.ru_utime + r1.ru_stime) - (r0.ru_utime + r0.ru_stime)
         assert took < 2, (args, took)
     assert len(r.out.splitlines()) > 4 * 10001
-    m = rowmap(run(tool, "--root", t.path, check_rc=0).out)
+    m = rowmap(run(tool, "--root", t.path, check_rc=0,
+                   env=dict(os.environ, COLUMNS="200")).out)
     assert len(m) == 10001
     assert m["/slice-099.slice/svc-09899.service"][0] == "9.900"
 
@@ -1037,9 +1054,9 @@ VALGRIND = ["valgrind", "-q", "--error-exitcode=1", "--leak-check=full",
 
 
 @pytest.mark.parametrize("args,rc", [
-    ([], 0), (["--json"], 0), (["--prometheus"], 0), (["-d", "1", "-s", "path"], 0),
+    ([], 0), (["--json"], 0), (["--prometheus"], 0), (["--depth", "1", "-s", "path"], 0),
     (["/system.slice", "/sys/fs/cgroup/system.slice/db.service"], 0),
-    (["--json", "-i", "0.2", "-n", "2"], 0), (["-b", "-i", "0.2", "-n", "2"], 0),
+    (["--json", "-d", "0.2", "-n", "2"], 0), (["-b", "-d", "0.2", "-n", "2"], 0), (["-1", "-d", "0.2"], 0),
     (["/nope", "/user.slice"], 1), (["MALFORMED"], 1), (["--bogus"], 2),
     (["--help"], 0),
 ])

@@ -172,8 +172,10 @@ def test_workload_labels_prometheus(tool, tmp_path, name):
 def test_workload_column(tool, tmp_path):
     layout = {**KUBE_SYSTEMD, **CONTAINERS}
     t = layout_tree(tmp_path, layout)
-    head, rows = table(run(tool, "--root", t.path, "-s", "path",
-                           check_rc=0).out, workload=True)
+    head, rows = table(run(tool, "--root", t.path, "-s", "path", "--depth",
+                           "9", check_rc=0,
+                           env=dict(os.environ, COLUMNS="400")).out,
+                       workload=True)
     assert head[-1] == "WORKLOAD"
     col = {path: cells[-1] for path, cells in rows}
     pod = f"/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod{UID_SD}.slice"

@@ -153,6 +153,54 @@ void fput_term(FILE *f, const char *s)
 	term_walk(s, emit_file, f);
 }
 
+struct fit_walk {
+	FILE *f;
+	bool tail;	/* keep the tail (else the head) */
+	size_t total;	/* the whole string's width */
+	size_t room;	/* columns for the kept part */
+	size_t seen;	/* width walked so far */
+	size_t used;	/* width printed */
+};
+
+static void emit_fit(void *ctx, const char *p, size_t n, unsigned int w)
+{
+	struct fit_walk *c = ctx;
+	bool keep = c->tail ? c->total - c->seen <= c->room :
+			      c->used == c->seen && c->used + w <= c->room;
+
+	if (keep) {
+		fwrite(p, 1, n, c->f);
+		c->used += w;
+	}
+	c->seen += w;
+}
+
+/*
+ * Print s as fput_term does in at most width columns: as is when it fits,
+ * else "..." and its tail (tail) or its head and "..." (!tail), whole
+ * characters and escapes only. Returns the columns printed.
+ */
+size_t fput_term_fit(FILE *f, const char *s, size_t width, bool tail)
+{
+	struct fit_walk c = { .f = f, .tail = tail, .total = term_width(s) };
+
+	if (c.total <= width) {
+		fput_term(f, s);
+		return c.total;
+	}
+	if (width <= 3) {
+		fwrite("...", 1, width, f);
+		return width;
+	}
+	c.room = width - 3;
+	if (tail)
+		fputs("...", f);
+	term_walk(s, emit_fit, &c);
+	if (!tail)
+		fputs("...", f);
+	return c.used + 3;
+}
+
 void fput_json_string(FILE *f, const char *str)
 {
 	const unsigned char *s = (const unsigned char *)str;
