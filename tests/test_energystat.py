@@ -199,6 +199,196 @@ def test_depth(tool, tree):
         "/system.slice/nginx.service"]
 
 
+def test_depth_default_is_cgtops_3_in_the_table_only(tool, tree):
+    tree.add("/user.slice/user-1000.slice/session-1.scope", energy_uj=1)
+    tree.add("/user.slice/user-1000.slice/session-1.scope/deep", energy_uj=1)
+    paths = lambda *a: [c["path"] for c in json.loads(run(
+        tool, "--root", tree.path, "--json", *a, check_rc=0).out)["cgroups"]]
+    assert "/user.slice/user-1000.slice/session-1.scope/deep" in paths()
+    m = rowmap(run(tool, "--root", tree.path, check_rc=0,
+                   env=dict(os.environ, COLUMNS="200")).out)
+    assert "/user.slice/user-1000.slice/session-1.scope" in m
+    assert "/user.slice/user-1000.slice/session-1.scope/deep" not in m
+    assert len(paths("--depth", "1")) == 3
+
+
+def test_sort_flags_as_cgtop(tool, tree):
+    order = lambda *a: [p for p, _ in table(run(tool, "--root", tree.path, *a,
+                                                check_rc=0).out)[1]]
+    assert order("-p") == order("-s", "path")
+    assert order("-c") == order("--sort", "cpu")
+    assert order("-s", "power") == order("-s", "energy")
+
+
+def test_table_fits_the_width(tool, tree):
+    """Long paths keep their tail after "...", every line fits $COLUMNS,
+    rows stay distinct; with room, nothing is cut."""
+    long = "/system.slice/" + "x" * 60 + "-a.service"
+    tree.add(long, energy_uj=1)
+    tree.add(long.replace("-a.", "-b."), energy_uj=2)
+    tree.add("/system.slice/caf\u00e9-\u65e5\u672c" + "y" * 50 + ".scope",
+             energy_uj=3)
+    from unicodedata import east_asian_width as eaw
+    width = lambda s: sum(2 if eaw(c) in "WF" else 1 for c in s)
+    for cols in (60, 80, 100):
+        r = run(tool, "--root", tree.path, check_rc=0,
+                env=dict(os.environ, COLUMNS=str(cols)))
+        lines = r.out.splitlines()
+        assert all(width(ln) <= cols for ln in lines), (cols, r.out)
+        if cols < 80:
+            continue            # paths of 8 columns: not distinct
+        paths = [ln.split("  ")[0].rstrip() for ln in lines[1:]]
+        assert len(set(paths)) == len(paths) == 9
+        assert any(p.startswith("...") and p.endswith("-a.service")
+                   for p in paths)
+        assert any(p.startswith("...") and p.endswith("-b.service")
+                   for p in paths)
+        assert any(p.startswith("...") and p.endswith("y.scope")
+                   for p in paths)
+    r = run(tool, "--root", tree.path, check_rc=0,
+            env=dict(os.environ, COLUMNS="300"))
+    assert long in rowmap(r.out) and "..." not in r.out
+    # no COLUMNS, not a terminal: 80
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    r = run(tool, "--root", tree.path, check_rc=0, env=env)
+    assert max(width(ln) for ln in r.out.splitlines()) == 80
+
+
+def pty_run(argv, rows, cols, during=None, timeout=20):
+    """Run argv with stdout on a pseudo-terminal of rows x cols (stderr
+    too, as on a screen); during() runs once the tool has read the tree.
+    Returns (exit status, what the terminal received)."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    p = subprocess.Popen(argv, stdout=slave, stderr=slave, env=env)
+    os.close(slave)
+    if during:
+        wait_first_read(p)
+        during()
+    out = b""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:          # EIO: the tool closed the terminal
+            break
+        if not chunk:
+            break
+        out += chunk
+    os.close(master)
+    return p.wait(timeout=timeout), out.decode().replace("\r\n", "\n")
+
+
+CLEAR = "\033[H\033[2J"
+
+
+def test_live_shows_the_rows_that_fit_with_stable_columns(tool, tree):
+    """On a 10-row terminal: the header and 8 rows, top power first; the
+    columns keep their width when the values shrink; the reset message
+    comes after the frame, so the clear does not wipe it."""
+    tree.add("/many.slice", energy_uj=190)
+    for i in range(20):
+        tree.add(f"/many.slice/s{i:02d}.service", energy_uj=i)
+    ns = 10**12
+    tree.set_info({"source": "rapl", "interval_ms": 100, "last_sample_ns": ns})
+
+    def burn():
+        # 1: 12345.678 W on s07 and its parents; 2: nothing new (the same
+        # module rate)
+        tree.add("/many.slice/s07.service", energy_uj=7 + 6_172_839_000)
+        tree.add("/many.slice", energy_uj=190 + 6_172_839_000)
+        tree.add("/", energy_uj=10_000_000 + 6_172_839_000,
+                 usage_usec=8_000_000, wakeups=1000, impact_usec=9_000_000,
+                 **ROOT)
+        tree.set_info({"source": "rapl", "interval_ms": 100,
+                       "last_sample_ns": ns + 500_000_000})
+        time.sleep(1.5)         # between the tool's reads at 1 s and 2 s
+        tree.set_info({"source": "rapl", "interval_ms": 100,
+                       "last_sample_ns": ns + 1_000_000_000})
+    rc, out = pty_run([tool, "--root", tree.path, "-d", "1", "-n", "2"],
+                      10, 100, during=burn)
+    assert rc == 0, out
+    frames = out.split(CLEAR)[1:]
+    assert len(frames) == 2, out
+    for f, watts in zip(frames, ("12345.678", "0.000")):
+        lines = f.rstrip("\n").split("\n")
+        assert len(lines) == 1 + 8, f
+        assert lines[0].split() == ["CGROUP", "POWER(W)", "CPU%",
+                                    "WAKEUPS/s", "IMPACT", "WORKLOAD"]
+        assert lines[1].startswith("/ ")
+        if watts != "0.000":     # by power (then ties by path)
+            assert lines[2].startswith("/many.slice ")
+            assert re.match(r"/many.slice/s07.service +12345.678 ", lines[3])
+    # the power column stays 9 wide when its values shrink to 0.000
+    assert frames[0].split("\n")[0] == frames[1].split("\n")[0]
+    pos = lambda f: [m.end() for m in re.finditer(r"\S+", f.split("\n")[1])]
+    assert pos(frames[0]) == pos(frames[1])
+
+
+def test_live_reset_message_stays_visible(tool, tree):
+    ns = 10**12
+    tree.set_info({"interval_ms": 100, "last_sample_ns": ns})
+
+    def reload():
+        tree.add("/", energy_uj=1, **root_keys(1))
+        tree.set_info({"interval_ms": 100, "last_sample_ns": 5})
+    rc, out = pty_run([tool, "--root", tree.path, "-d", "0.3", "-n", "1"],
+                      6, 80, during=reload)
+    assert rc == 0, out
+    frame = out.split(CLEAR)[-1]
+    lines = frame.rstrip("\n").split("\n")
+    # the header, 3 rows, the message; the cursor on the 6th line
+    assert len(lines) == 6 - 1
+    assert lines[-1].startswith("energystat: counters restarted"), frame
+
+
+def test_live_delay_shorter_than_the_module_interval(tool, tree):
+    """-d below interval_ms: rates over the module's samples, the last one
+    repeated while the module has not sampled again (never 0 W over a stale
+    sample); without last_sample_ns the tool refuses, saying why."""
+    ns = 10**12
+    info = {"source": "model", "interval_ms": 1000, "last_sample_ns": ns}
+    tree.set_info(info)
+    live = Live(tool, "--root", tree.path, "--json", "-d", "0.4", "-n", "3")
+    tree.add("/user.slice", energy_uj=2_500_000 + 1_000_000,
+             usage_usec=3_000_000, wakeups=400, impact_usec=3_000_000)
+    tree.set_info(dict(info, last_sample_ns=ns + 1_000_000_000))
+    for _ in range(3):
+        doc = live.doc()
+        assert doc["clock"] == "module" and doc["reset"] is False
+        assert doc["interval_s"] == pytest.approx(1.0)
+        assert rates(doc)["/user.slice"]["power_w"] == pytest.approx(1.0)
+    assert live.finish()[0] == 0
+    tree.set_info({"interval_ms": 1000})
+    r = run(tool, "--root", tree.path, "-d", "0.5", "-n", "1", check_rc=2)
+    assert r.out == ""
+    assert r.err == ("energystat: -d 0.5 is shorter than the module's sampling "
+                     "interval (1000 ms, energy.info interval_ms), and this "
+                     "module does not give the time of its samples "
+                     "(last_sample_ns): use -d 1 or more\n")
+
+
+def test_old_depth_flag_in_a_script_gets_a_note(tool, tree):
+    """`energystat -d 2` (the old depth) now updates until interrupted:
+    not a terminal, no -n, so a note on stderr says what -d is now."""
+    p = subprocess.Popen([tool, "--root", tree.path, "-d", "2"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
+    line = p.stderr.readline()
+    p.kill()
+    p.wait()
+    assert line == ("energystat: note: -d is the delay between updates (as in "
+                    "systemd-cgtop) and runs until interrupted; levels are "
+                    "--depth\n")
+    r = run(tool, "--root", tree.path, "-d", "0.2", "-n", "1", check_rc=0)
+    assert r.err == ""
+
+
 @pytest.mark.parametrize("arg", [
     "/sys/fs/cgroup/system.slice", "/sys/fs/cgroup_energy/system.slice",
     "system.slice", "/system.slice", "system.slice/", "./system.slice/",

@@ -410,7 +410,7 @@ static void term_size(size_t *cols, size_t *rows)
 	struct winsize ws = { 0 };
 
 	if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) != 0)
-		ws.ws_col = ws.ws_row = 0;
+		memset(&ws, 0, sizeof(ws));
 	*cols = ws.ws_col ? ws.ws_col : env_size("COLUMNS");
 	*rows = ws.ws_row ? ws.ws_row : env_size("LINES");
 	if (!*cols)
@@ -553,7 +553,8 @@ static void live_drop(struct live *l)
 		sample_free(&l->base);
 	if (l->have_last)
 		sample_free(&l->last);
-	l->have_base = l->have_last = false;
+	l->have_base = false;
+	l->have_last = false;
 }
 
 /* Rates of cur into v (NULL rates: none yet); false when cur restarts. */
