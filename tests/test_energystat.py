@@ -476,10 +476,51 @@ def test_invalid_utf8_name(tool, tmp_path):
     r = run(tool, "--root", t.path, check_rc=0)
     assert "/bad\\xff\\xfename" in r.out
     doc = json.loads(run(tool, "--root", t.path, "--json", check_rc=0).out)
-    assert doc["cgroups"][1]["path"] == "/bad\ufffd\ufffdname"
+    assert doc["cgroups"][1]["path"] == "/bad\\xff\\xfename"
     prom = run(tool, "--root", t.path, "--prometheus", check_rc=0).out
-    assert 'cgroup="/bad\ufffd\ufffdname"' in prom
+    assert 'cgroup="/bad\\\\xff\\\\xfename"' in prom   # the value /bad\xff\xfename
     promtool_check(prom)
+
+
+# Names that differ only in bytes that are not UTF-8 (os.mkdir takes
+# bytes): each becomes \xNN, so none collapse into one label value or JSON
+# string (U+FFFD for both made node_exporter drop one). Valid UTF-8, a
+# systemd escape and a lone continuation byte are kept apart too.
+INVALID_NAMES = {
+    b"/w\xff.scope": "/w\\xff.scope",
+    b"/w\xfe.scope": "/w\\xfe.scope",
+    b"/w\xc3.scope": "/w\\xc3.scope",          # a truncated sequence
+    b"/w\xc3\xa9.scope": "/w\u00e9.scope",        # valid: unchanged
+    b"/w\\x2d.scope": "/w\\x2d.scope",          # systemd's escape, literal
+    b"/w\x80\x80.scope": "/w\\x80\\x80.scope",
+}
+
+
+def invalid_names_tree(root):
+    t = Tree(root, info={"source": "model"})
+    for i, name in enumerate(INVALID_NAMES):
+        t.add(name, energy_uj=(i + 1) * 1_000_000)
+    e = sum(range(1, len(INVALID_NAMES) + 1)) * 1_000_000
+    t.add("/", energy_uj=e, **root_keys(e))
+    return t
+
+
+def test_names_differing_in_invalid_bytes_stay_distinct(tool, tmp_path):
+    t = invalid_names_tree(tmp_path / "ce")
+    doc = json.loads(run(tool, "--root", t.path, "--json", check_rc=0).out)
+    got = {c["path"]: c["stat"]["energy_uj"] for c in doc["cgroups"]}
+    for i, shown in enumerate(INVALID_NAMES.values()):
+        assert got[shown] == (i + 1) * 1_000_000, shown
+    assert len(got) == len(INVALID_NAMES) + 1
+    prom = run(tool, "--root", t.path, "--prometheus", check_rc=0).out
+    promtool_check(prom)
+    j = {k: v for k, v in prom_samples(prom).items()
+         if k.startswith("cgroup_energy_joules_total{")}
+    assert len(j) == len(INVALID_NAMES) + 1
+    for i, shown in enumerate(INVALID_NAMES.values()):
+        value = shown.replace("\\", "\\\\")   # the exposition's escape
+        assert any(k.startswith(f'cgroup_energy_joules_total{{cgroup="{value}"')
+                   and v == str(i + 1) for k, v in j.items()), (value, j)
 
 
 def test_values_near_2_64(tool, tmp_path):

@@ -6,8 +6,10 @@
  *
  * Cgroup names are any bytes but '/' and NUL. Valid UTF-8 is printed as is;
  * on the terminal, control characters, backslashes and invalid bytes become
- * \xNN (backslash: \\), so a row is always one line; JSON and Prometheus need
- * valid UTF-8, so invalid bytes become U+FFFD there.
+ * \xNN (backslash: \\), so a row is always one line. JSON strings and
+ * Prometheus label values need valid UTF-8: there each byte that is not part
+ * of valid UTF-8 becomes the four characters \xNN (lower-case hex), so that
+ * names differing in such bytes stay distinct; valid UTF-8 is unchanged.
  */
 #include <stdio.h>
 #include <string.h>
@@ -212,7 +214,7 @@ void fput_json_string(FILE *f, const char *str)
 		size_t len = utf8_decode(s, n, &c);
 
 		if (len == 0) {
-			fputs("\\ufffd", f);
+			fprintf(f, "\\\\x%02x", *s);	/* \xNN, backslash escaped */
 			s++;
 			n--;
 			continue;
@@ -235,7 +237,10 @@ void fput_json_string(FILE *f, const char *str)
 	fputc('"', f);
 }
 
-/* Label value per the text exposition format: \\, \" and \n escaped. */
+/*
+ * Label value per the text exposition format: \\, \" and \n escaped, and
+ * an invalid byte as the value \xNN (written \\xNN).
+ */
 void fput_prom_label(FILE *f, const char *str)
 {
 	const unsigned char *s = (const unsigned char *)str;
@@ -246,7 +251,7 @@ void fput_prom_label(FILE *f, const char *str)
 		size_t len = utf8_decode(s, n, &c);
 
 		if (len == 0) {
-			fputs("\xef\xbf\xbd", f);	/* U+FFFD */
+			fprintf(f, "\\\\x%02x", *s);	/* \xNN, backslash escaped */
 			s++;
 			n--;
 			continue;
