@@ -11,12 +11,14 @@
  * denied, unknown cgroup).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -40,6 +42,7 @@ struct opts {
 	enum format fmt;
 	bool hierarchical;
 	const char *listen;	/* --listen [ADDR:]PORT, NULL: none */
+	const char *output;	/* --output FILE, NULL: standard output */
 	struct sockaddr_storage addr;	/* its address */
 	bool any_addr;		/* no ADDR: every address */
 	bool batch;
@@ -67,6 +70,8 @@ static void usage(FILE *f)
 "      --json           one JSON document per sample (see energystat(1))\n"
 "      --prometheus     Prometheus text format, for node_exporter's textfile\n"
 "                       collector (not with -d, -n or -1)\n"
+"  -o, --output FILE    --prometheus: replace FILE atomically (a temporary\n"
+"                       file in its directory, renamed), not standard output\n"
 "      --listen [ADDR:]PORT  serve /metrics (Prometheus) over HTTP on PORT;\n"
 "                       ADDR: an IPv4 address or [IPv6]; default every address\n"
 "      --hierarchical   Prometheus: each cgroup's counters with its descendants\n"
@@ -142,6 +147,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{ "prometheus", no_argument, NULL, OPT_PROM },
 		{ "hierarchical", no_argument, NULL, OPT_HIER },
 		{ "listen", required_argument, NULL, OPT_LISTEN },
+		{ "output", required_argument, NULL, 'o' },
 		{ "root", required_argument, NULL, 'r' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -157,7 +163,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	o->delay = 1.0;
 	o->sort = SORT_ENERGY;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":d:n:1bs:pci:r:hV", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":d:n:1bs:pci:o:r:hV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'd':
 			errno = 0;
@@ -241,6 +247,11 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			o->listen = optarg;
 			break;
 		}
+		case 'o':
+			if (!*optarg)
+				return usage_error("empty --output", NULL);
+			o->output = optarg;
+			break;
 		case 'r':
 			if (!*optarg)
 				return usage_error("empty --root", NULL);
@@ -266,6 +277,9 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		return usage_error("--prometheus prints counters and cannot be "
 				   "used with -d, -n or -1: Prometheus computes the "
 				   "rates", NULL);
+	if (o->output && (o->fmt != FMT_PROM || o->live || o->listen))
+		return usage_error("--output writes one --prometheus text, not with "
+				   "--json, the table, -d, -n, -1 or --listen", NULL);
 	/* a script's old "-d LEVELS" now runs until interrupted: say so */
 	if (o->delay_set && !o->count && !isatty(STDOUT_FILENO))
 		diag_msg("note: -d is the delay between updates (as in "
@@ -670,6 +684,51 @@ static int run_live(const struct opts *o, const struct tree *t, struct diag *d)
 	return failed || d->errors ? EXIT_PARTIAL : 0;
 }
 
+/*
+ * --output: standard output goes to a new temporary file beside FILE
+ * (FILE.XXXXXX, which node_exporter's *.prom glob does not match), renamed
+ * over FILE once written, so a reader sees the old file or the new one,
+ * never a part. Returns the temporary file's name (to free), NULL on error.
+ */
+static char *output_open(const char *file)
+{
+	char *tmp = malloc(strlen(file) + sizeof(".XXXXXX"));
+	int fd;
+
+	if (!tmp) {
+		diag_msg("out of memory");
+		return NULL;
+	}
+	sprintf(tmp, "%s.XXXXXX", file);
+	fd = mkstemp(tmp);
+	if (fd < 0 || fchmod(fd, 0644) != 0 || fflush(stdout) != 0 ||
+	    dup2(fd, STDOUT_FILENO) < 0) {
+		diag_msg("cannot write %s: %s", tmp, strerror(errno));
+		if (fd >= 0) {
+			close(fd);
+			unlink(tmp);
+		}
+		free(tmp);
+		return NULL;
+	}
+	close(fd);
+	return tmp;
+}
+
+/* Rename tmp over file when rc says something was shown, else remove it. */
+static int output_commit(char *tmp, const char *file, int rc)
+{
+	if (rc != EXIT_NOTHING && (fflush(stdout) != 0 || ferror(stdout) ||
+				   fsync(STDOUT_FILENO) != 0 || rename(tmp, file) != 0)) {
+		diag_msg("cannot write %s: %s", file, strerror(errno));
+		rc = EXIT_NOTHING;
+	}
+	if (rc == EXIT_NOTHING)
+		unlink(tmp);
+	free(tmp);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	struct opts o;
@@ -686,10 +745,16 @@ int main(int argc, char **argv)
 		return EXIT_NOTHING;
 	}
 	rc = setup_tree(&o, &t, root, &d);
-	if (rc < 0 && o.listen)
+	if (rc < 0 && o.listen) {
 		rc = serve(&t, &o.addr, o.any_addr, o.hierarchical);
-	else if (rc < 0)
+	} else if (rc < 0 && o.output) {
+		char *tmp = output_open(o.output);
+
+		rc = tmp ? output_commit(tmp, o.output, run_static(&o, &t, &d)) :
+			   EXIT_NOTHING;
+	} else if (rc < 0) {
 		rc = o.live ? run_live(&o, &t, &d) : run_static(&o, &t, &d);
+	}
 	diag_finish(&d);
 	free_paths(&t);
 	free(root);
