@@ -95,8 +95,9 @@ def with_instance(series):
 def record(tool, tmp):
     """{series (with instance and job): [value per minute]} read by
     energystat --prometheus, and kube-state-metrics' kube_pod_info. The
-    age of the last sample is rounded to 0.1 s: it holds the time the read
-    took."""
+    age of the last sample is truncated to whole seconds: it also holds the
+    time between writing energy.info and the read (0.1 s once on a loaded
+    host)."""
     t = Tree(os.path.join(tmp, "ce"))
     series = {}
     for minute in range(MINUTES):
@@ -105,7 +106,7 @@ def record(tool, tmp):
                            capture_output=True, text=True, check=True)
         for k, v in _samples(r.stdout).items():
             if k.startswith("cgroup_energy_last_sample_age_seconds"):
-                v = str(round(float(v), 1))
+                v = str(int(float(v)))      # less the read's own time
             series.setdefault(with_instance(k), []).append(v)
     for uid, (ns, pod) in PODS.items():
         k = (f'kube_pod_info{{namespace="{ns}",pod="{pod}",uid="{uid}",'
