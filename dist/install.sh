@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0
 # make install / make uninstall: the energystat tool and its man page
 # (userspace/Makefile), the boot integration (systemd mount unit,
-# modules-load.d entry), an example modprobe.d file, the README and the
-# files' contract (docs/contract.md). The module itself is installed with
+# modules-load.d entry), the node_exporter textfile service and timer (not
+# enabled), an example modprobe.d file, the README and the files' contract
+# (docs/contract.md). The module itself is installed with
 # DKMS: make dkms-install. The energystat package installs the same files
 # (debian/rules).
 #
@@ -13,7 +14,9 @@
 # none), and the directories, each under $PREFIX by default:
 #   BINDIR          bin                       energystat
 #   MANDIR          share/man/man1            energystat.1
-#   SYSTEMDUNITDIR  lib/systemd/system        sys-fs-cgroup_energy.mount
+#   SYSTEMDUNITDIR  lib/systemd/system        sys-fs-cgroup_energy.mount,
+#                                             cgroup-energy-textfile.service,
+#                                             cgroup-energy-textfile.timer
 #   MODULESLOADDIR  lib/modules-load.d        cgroup-energy.conf
 #   DOCDIR          share/doc/cgroup-energy   modprobe.d/cgroup-energy.conf,
 #                                             README.md, contract.md
@@ -36,18 +39,22 @@ DOCDIR=${DOCDIR:-$PREFIX/share/doc/cgroup-energy}
 MAKE=${MAKE:-make}
 INSTALL=${INSTALL:-install}
 UNIT=sys-fs-cgroup_energy.mount
+TEXTFILE=cgroup-energy-textfile
 MANIFEST=$DOCDIR/INSTALLED
 
 say() { echo "cgroup-energy: $*"; }
 
 # Files installed here (besides the tool and man page): source:destination.
 OWN="dist/systemd/$UNIT:$SYSTEMDUNITDIR/$UNIT
+dist/systemd/$TEXTFILE.service:$SYSTEMDUNITDIR/$TEXTFILE.service
+dist/systemd/$TEXTFILE.timer:$SYSTEMDUNITDIR/$TEXTFILE.timer
 dist/modules-load.d/cgroup-energy.conf:$MODULESLOADDIR/cgroup-energy.conf
 dist/modprobe.d/cgroup-energy.conf:$DOCDIR/modprobe.d/cgroup-energy.conf
 README.md:$DOCDIR/README.md
 docs/contract.md:$DOCDIR/contract.md"
 
 FILES="$BINDIR/energystat $MANDIR/energystat.1 $SYSTEMDUNITDIR/$UNIT
+$SYSTEMDUNITDIR/$TEXTFILE.service $SYSTEMDUNITDIR/$TEXTFILE.timer
 $MODULESLOADDIR/cgroup-energy.conf $DOCDIR/modprobe.d/cgroup-energy.conf
 $DOCDIR/README.md $DOCDIR/contract.md $MANIFEST"
 
@@ -77,8 +84,16 @@ do_install() {
 $(sed -n 's/^dir //p' "$DESTDIR$MANIFEST")"
 	fi
 	"$MAKE" -C "$REPO/userspace" install PREFIX="$PREFIX" DESTDIR="$DESTDIR"
+	# a service's ExecStart names the tool where this install puts it
 	echo "$OWN" | while IFS=: read -r src dst; do
-		"$INSTALL" -D -m 0644 "$REPO/$src" "$DESTDIR$dst"
+		case $src in
+		*.service)
+			"$INSTALL" -d "$DESTDIR$(dirname "$dst")"
+			sed "s|@BINDIR@|$BINDIR|g" "$REPO/$src" >"$DESTDIR$dst"
+			chmod 0644 "$DESTDIR$dst"
+			;;
+		*) "$INSTALL" -D -m 0644 "$REPO/$src" "$DESTDIR$dst" ;;
+		esac
 	done
 	{
 		echo "# cgroup-energy: installed by make install; make uninstall" \
@@ -99,9 +114,9 @@ $(sed -n 's/^dir //p' "$DESTDIR$MANIFEST")"
 
 do_uninstall() {
 	if systemd_running; then
-		systemctl disable --now "$UNIT" 2>/dev/null || true
+		systemctl disable --now "$TEXTFILE.timer" "$UNIT" 2>/dev/null || true
 	elif [ -z "$DESTDIR" ] && command -v systemctl >/dev/null 2>&1; then
-		systemctl disable "$UNIT" 2>/dev/null || true
+		systemctl disable "$TEXTFILE.timer" "$UNIT" 2>/dev/null || true
 	fi
 	dirs="$DOCDIR/modprobe.d
 $DOCDIR"

@@ -184,6 +184,16 @@ def test_energystat_enables_the_mount_without_starting_it(debs, tmp_path):
     assert set(found) == {'dh_installsystemd'} and rest == SCRIPT_HEAD
     assert f"deb-systemd-helper enable '{unit}'" in found['dh_installsystemd']
     assert 'deb-systemd-invoke' not in found['dh_installsystemd']
+    # the node_exporter textfile timer: installed, not started, enabled
+    # again on upgrade only where the admin enabled it (dh_installsystemd
+    # --no-enable: `debian-installed` is false on a first installation)
+    timer = 'cgroup-energy-textfile.timer'
+    text = found['dh_installsystemd']
+    assert f"if deb-systemd-helper debian-installed '{timer}'; then" in text
+    assert text.count(f"deb-systemd-helper enable '{timer}'") == 1
+    assert text.index(f"debian-installed '{timer}'") < \
+        text.index(f"deb-systemd-helper enable '{timer}'")
+    assert f"/lib/systemd/system/{timer}" in contents(deb)
     found, _ = sections(script(deb, 'postrm', tmp_path))
     assert f"deb-systemd-helper purge '{unit}'" in found['dh_installsystemd']
     r = run(['dpkg-deb', '-f', str(deb), 'Recommends'])

@@ -46,6 +46,9 @@ def tool():
 
 
 def run(tool, *args, check_rc=None, preexec_fn=None, timeout=30, **kw):
+    # the table fits $COLUMNS when stdout is not a terminal: 80 unless a
+    # test says otherwise, whatever the environment running the tests says
+    kw.setdefault("env", dict(os.environ, COLUMNS="80", LINES="24"))
     r = subprocess.run([tool, *[os.fsdecode(a) for a in args]],
                        capture_output=True, timeout=timeout,
                        preexec_fn=preexec_fn, **kw)
@@ -145,7 +148,8 @@ def tree(tmp_path):
 def test_table_values_and_order(tool, tree):
     r = run(tool, "--root", tree.path, check_rc=0)
     head, rows = table(r.out)
-    assert head == ["CGROUP", "ENERGY(J)", "CPU(s)", "WAKEUPS", "IMPACT(s)"]
+    # the fixture's source is the model: its joules are estimates
+    assert head == ["CGROUP", "ENERGY(J)~", "CPU(s)", "WAKEUPS", "IMPACT(s)"]
     assert [p for p, _ in rows] == [
         "/", "/system.slice", "/system.slice/db.service",
         "/system.slice/nginx.service", "/user.slice",
@@ -184,15 +188,205 @@ def test_sort_keys(tool, tree):
 
 
 def test_depth(tool, tree):
-    assert list(rowmap(run(tool, "--root", tree.path, "-d", "0",
+    assert list(rowmap(run(tool, "--root", tree.path, "--depth", "0",
                            check_rc=0).out)) == ["/"]
     assert sorted(rowmap(run(tool, "--root", tree.path, "--depth", "1",
                              check_rc=0).out)) == [
         "/", "/system.slice", "/user.slice"]
-    assert sorted(rowmap(run(tool, "--root", tree.path, "-d", "1",
+    assert sorted(rowmap(run(tool, "--root", tree.path, "--depth", "1",
                              "system.slice", check_rc=0).out)) == [
         "/system.slice", "/system.slice/db.service",
         "/system.slice/nginx.service"]
+
+
+def test_depth_default_is_cgtops_3_in_the_table_only(tool, tree):
+    tree.add("/user.slice/user-1000.slice/session-1.scope", energy_uj=1)
+    tree.add("/user.slice/user-1000.slice/session-1.scope/deep", energy_uj=1)
+    paths = lambda *a: [c["path"] for c in json.loads(run(
+        tool, "--root", tree.path, "--json", *a, check_rc=0).out)["cgroups"]]
+    assert "/user.slice/user-1000.slice/session-1.scope/deep" in paths()
+    m = rowmap(run(tool, "--root", tree.path, check_rc=0,
+                   env=dict(os.environ, COLUMNS="200")).out)
+    assert "/user.slice/user-1000.slice/session-1.scope" in m
+    assert "/user.slice/user-1000.slice/session-1.scope/deep" not in m
+    assert len(paths("--depth", "1")) == 3
+
+
+def test_sort_flags_as_cgtop(tool, tree):
+    order = lambda *a: [p for p, _ in table(run(tool, "--root", tree.path, *a,
+                                                check_rc=0).out)[1]]
+    assert order("-p") == order("-s", "path")
+    assert order("-c") == order("--sort", "cpu")
+    assert order("-s", "power") == order("-s", "energy")
+
+
+def test_table_fits_the_width(tool, tree):
+    """Long paths keep their tail after "...", every line fits $COLUMNS,
+    rows stay distinct; with room, nothing is cut."""
+    long = "/system.slice/" + "x" * 60 + "-a.service"
+    tree.add(long, energy_uj=1)
+    tree.add(long.replace("-a.", "-b."), energy_uj=2)
+    tree.add("/system.slice/caf\u00e9-\u65e5\u672c" + "y" * 50 + ".scope",
+             energy_uj=3)
+    from unicodedata import east_asian_width as eaw
+    width = lambda s: sum(2 if eaw(c) in "WF" else 1 for c in s)
+    for cols in (60, 80, 100):
+        r = run(tool, "--root", tree.path, check_rc=0,
+                env=dict(os.environ, COLUMNS=str(cols)))
+        lines = r.out.splitlines()
+        assert all(width(ln) <= cols for ln in lines), (cols, r.out)
+        if cols < 80:
+            continue            # paths of 8 columns: not distinct
+        paths = [ln.split("  ")[0].rstrip() for ln in lines[1:]]
+        assert len(set(paths)) == len(paths) == 9
+        assert any(p.startswith("...") and p.endswith("-a.service")
+                   for p in paths)
+        assert any(p.startswith("...") and p.endswith("-b.service")
+                   for p in paths)
+        assert any(p.startswith("...") and p.endswith("y.scope")
+                   for p in paths)
+    r = run(tool, "--root", tree.path, check_rc=0,
+            env=dict(os.environ, COLUMNS="300"))
+    assert long in rowmap(r.out) and "..." not in r.out
+    # no COLUMNS, not a terminal: 80
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    r = run(tool, "--root", tree.path, check_rc=0, env=env)
+    assert max(width(ln) for ln in r.out.splitlines()) == 80
+
+
+def pty_run(argv, rows, cols, during=None, timeout=20):
+    """Run argv with stdout on a pseudo-terminal of rows x cols (stderr
+    too, as on a screen); during() runs once the tool has read the tree.
+    Returns (exit status, what the terminal received)."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    p = subprocess.Popen(argv, stdout=slave, stderr=slave, env=env)
+    os.close(slave)
+    if during:
+        wait_first_read(p)
+        during()
+    out = b""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:          # EIO: the tool closed the terminal
+            break
+        if not chunk:
+            break
+        out += chunk
+    os.close(master)
+    return p.wait(timeout=timeout), out.decode().replace("\r\n", "\n")
+
+
+CLEAR = "\033[H\033[2J"
+
+
+def test_live_shows_the_rows_that_fit_with_stable_columns(tool, tree):
+    """On a 10-row terminal: the header and 8 rows, top power first; the
+    columns keep their width when the values shrink; the reset message
+    comes after the frame, so the clear does not wipe it."""
+    tree.add("/many.slice", energy_uj=190)
+    for i in range(20):
+        tree.add(f"/many.slice/s{i:02d}.service", energy_uj=i)
+    ns = 10**12
+    tree.set_info({"source": "rapl", "interval_ms": 100, "last_sample_ns": ns})
+
+    def burn():
+        # 1: 12345.678 W on s07 and its parents; 2: nothing new (the same
+        # module rate)
+        tree.add("/many.slice/s07.service", energy_uj=7 + 6_172_839_000)
+        tree.add("/many.slice", energy_uj=190 + 6_172_839_000)
+        tree.add("/", energy_uj=10_000_000 + 6_172_839_000,
+                 usage_usec=8_000_000, wakeups=1000, impact_usec=9_000_000,
+                 **ROOT)
+        tree.set_info({"source": "rapl", "interval_ms": 100,
+                       "last_sample_ns": ns + 500_000_000})
+        time.sleep(1.5)         # between the tool's reads at 1 s and 2 s
+        tree.set_info({"source": "rapl", "interval_ms": 100,
+                       "last_sample_ns": ns + 1_000_000_000})
+    rc, out = pty_run([tool, "--root", tree.path, "-d", "1", "-n", "2"],
+                      10, 100, during=burn)
+    assert rc == 0, out
+    frames = out.split(CLEAR)[1:]
+    assert len(frames) == 2, out
+    for f, watts in zip(frames, ("12345.678", "0.000")):
+        lines = f.rstrip("\n").split("\n")
+        assert len(lines) == 1 + 8, f
+        assert lines[0].split() == ["CGROUP", "POWER(W)", "CPU%",
+                                    "WAKEUPS/s", "IMPACT", "WORKLOAD"]
+        assert lines[1].startswith("/ ")
+        if watts != "0.000":     # by power (then ties by path)
+            assert lines[2].startswith("/many.slice ")
+            assert re.match(r"/many.slice/s07.service +12345.678 ", lines[3])
+    # the power column stays 9 wide when its values shrink to 0.000
+    assert frames[0].split("\n")[0] == frames[1].split("\n")[0]
+    pos = lambda f: [m.end() for m in re.finditer(r"\S+", f.split("\n")[1])]
+    assert pos(frames[0]) == pos(frames[1])
+
+
+def test_live_reset_message_stays_visible(tool, tree):
+    ns = 10**12
+    tree.set_info({"interval_ms": 100, "last_sample_ns": ns})
+
+    def reload():
+        tree.add("/", energy_uj=1, **root_keys(1))
+        tree.set_info({"interval_ms": 100, "last_sample_ns": 5})
+    rc, out = pty_run([tool, "--root", tree.path, "-d", "0.3", "-n", "1"],
+                      6, 80, during=reload)
+    assert rc == 0, out
+    frame = out.split(CLEAR)[-1]
+    lines = frame.rstrip("\n").split("\n")
+    # the header, 3 rows, the message; the cursor on the 6th line
+    assert len(lines) == 6 - 1
+    assert lines[-1].startswith("energystat: counters restarted"), frame
+
+
+def test_live_delay_shorter_than_the_module_interval(tool, tree):
+    """-d below interval_ms: rates over the module's samples, the last one
+    repeated while the module has not sampled again (never 0 W over a stale
+    sample); without last_sample_ns the tool refuses, saying why."""
+    ns = 10**12
+    info = {"source": "model", "interval_ms": 1000, "last_sample_ns": ns}
+    tree.set_info(info)
+    live = Live(tool, "--root", tree.path, "--json", "-d", "0.4", "-n", "3")
+    tree.add("/user.slice", energy_uj=2_500_000 + 1_000_000,
+             usage_usec=3_000_000, wakeups=400, impact_usec=3_000_000)
+    tree.set_info(dict(info, last_sample_ns=ns + 1_000_000_000))
+    for _ in range(3):
+        doc = live.doc()
+        assert doc["clock"] == "module" and doc["reset"] is False
+        assert doc["interval_s"] == pytest.approx(1.0)
+        assert rates(doc)["/user.slice"]["power_w"] == pytest.approx(1.0)
+    assert live.finish()[0] == 0
+    tree.set_info({"interval_ms": 1000})
+    r = run(tool, "--root", tree.path, "-d", "0.5", "-n", "1", check_rc=2)
+    assert r.out == ""
+    assert r.err == ("energystat: -d 0.5 is shorter than the module's sampling "
+                     "interval (1000 ms, energy.info interval_ms), and this "
+                     "module does not give the time of its samples "
+                     "(last_sample_ns): use -d 1 or more\n")
+
+
+def test_old_depth_flag_in_a_script_gets_a_note(tool, tree):
+    """`energystat -d 2` (the old depth) now updates until interrupted:
+    not a terminal, no -n, so a note on stderr says what -d is now."""
+    p = subprocess.Popen([tool, "--root", tree.path, "-d", "2"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
+    line = p.stderr.readline()
+    p.kill()
+    p.wait()
+    assert line == ("energystat: note: -d is the delay between updates (as in "
+                    "systemd-cgtop) and runs until interrupted; levels are "
+                    "--depth\n")
+    r = run(tool, "--root", tree.path, "-d", "0.2", "-n", "1", check_rc=0)
+    assert r.err == ""
 
 
 @pytest.mark.parametrize("arg", [
@@ -282,10 +476,51 @@ def test_invalid_utf8_name(tool, tmp_path):
     r = run(tool, "--root", t.path, check_rc=0)
     assert "/bad\\xff\\xfename" in r.out
     doc = json.loads(run(tool, "--root", t.path, "--json", check_rc=0).out)
-    assert doc["cgroups"][1]["path"] == "/bad\ufffd\ufffdname"
+    assert doc["cgroups"][1]["path"] == "/bad\\xff\\xfename"
     prom = run(tool, "--root", t.path, "--prometheus", check_rc=0).out
-    assert 'cgroup="/bad\ufffd\ufffdname"' in prom
+    assert 'cgroup="/bad\\\\xff\\\\xfename"' in prom   # the value /bad\xff\xfename
     promtool_check(prom)
+
+
+# Names that differ only in bytes that are not UTF-8 (os.mkdir takes
+# bytes): each becomes \xNN, so none collapse into one label value or JSON
+# string (U+FFFD for both made node_exporter drop one). Valid UTF-8, a
+# systemd escape and a lone continuation byte are kept apart too.
+INVALID_NAMES = {
+    b"/w\xff.scope": "/w\\xff.scope",
+    b"/w\xfe.scope": "/w\\xfe.scope",
+    b"/w\xc3.scope": "/w\\xc3.scope",          # a truncated sequence
+    b"/w\xc3\xa9.scope": "/w\u00e9.scope",        # valid: unchanged
+    b"/w\\x2d.scope": "/w\\x2d.scope",          # systemd's escape, literal
+    b"/w\x80\x80.scope": "/w\\x80\\x80.scope",
+}
+
+
+def invalid_names_tree(root):
+    t = Tree(root, info={"source": "model"})
+    for i, name in enumerate(INVALID_NAMES):
+        t.add(name, energy_uj=(i + 1) * 1_000_000)
+    e = sum(range(1, len(INVALID_NAMES) + 1)) * 1_000_000
+    t.add("/", energy_uj=e, **root_keys(e))
+    return t
+
+
+def test_names_differing_in_invalid_bytes_stay_distinct(tool, tmp_path):
+    t = invalid_names_tree(tmp_path / "ce")
+    doc = json.loads(run(tool, "--root", t.path, "--json", check_rc=0).out)
+    got = {c["path"]: c["stat"]["energy_uj"] for c in doc["cgroups"]}
+    for i, shown in enumerate(INVALID_NAMES.values()):
+        assert got[shown] == (i + 1) * 1_000_000, shown
+    assert len(got) == len(INVALID_NAMES) + 1
+    prom = run(tool, "--root", t.path, "--prometheus", check_rc=0).out
+    promtool_check(prom)
+    j = {k: v for k, v in prom_samples(prom).items()
+         if k.startswith("cgroup_energy_joules_total{")}
+    assert len(j) == len(INVALID_NAMES) + 1
+    for i, shown in enumerate(INVALID_NAMES.values()):
+        value = shown.replace("\\", "\\\\")   # the exposition's escape
+        assert any(k.startswith(f'cgroup_energy_joules_total{{cgroup="{value}"')
+                   and v == str(i + 1) for k, v in j.items()), (value, j)
 
 
 def test_values_near_2_64(tool, tmp_path):
@@ -385,7 +620,7 @@ def test_missing_file_and_odd_entries(tool, tree):
 
 def test_root_malformed_nothing_else(tool, tree):
     tree.write("/", "garbage\n")
-    r = run(tool, "--root", tree.path, "-d", "0", check_rc=2)
+    r = run(tool, "--root", tree.path, "--depth", "0", check_rc=2)
     assert r.out == ""
     assert r.err == f"energystat: {tree.path}/energy.stat:1: expected 'key value'\n"
     r = run(tool, "--root", tree.path, check_rc=1)
@@ -410,7 +645,8 @@ def test_deep_tree(tool, tmp_path):
     for i in range(300):
         p += "/d"
         t.add(p, energy_uj=i)
-    r = run(tool, "--root", t.path, check_rc=1, timeout=20)
+    r = run(tool, "--root", t.path, "--depth", "300", check_rc=1, timeout=20,
+            env=dict(os.environ, COLUMNS="1000"))
     assert len(rowmap(r.out)) == 257
     assert r.err.endswith("...: deeper than 256 levels, not descending\n")
     assert len(r.err.splitlines()) == 1
@@ -657,7 +893,7 @@ def test_root_of_older_module(tool, tree):
     s = prom_samples(r.out)
     assert s["cgroup_energy_measured_joules_total"] == "12"
     assert s["cgroup_energy_idle_joules_total"] == "2"
-    live = Live(tool, "--root", tree.path, "--json", "-i", "0.3", "-n", "1")
+    live = Live(tool, "--root", tree.path, "--json", "-d", "0.3", "-n", "1")
     doc = live.doc()
     assert set(rates(doc)["/"]) == {"cpu_percent", "power_w", "wakeups_per_s",
                                     "impact", "total_w", "idle_w",
@@ -689,8 +925,8 @@ def test_prometheus_subtree_has_no_root_metrics(tool, tree):
 
 
 def test_prometheus_not_live(tool, tree):
-    r = run(tool, "--root", tree.path, "--prometheus", "-i", "1", check_rc=2)
-    assert "cannot be used with -i/-n" in r.err
+    r = run(tool, "--root", tree.path, "--prometheus", "-d", "1", check_rc=2)
+    assert "cannot be used with -d, -n or -1" in r.err
 
 
 # ---- live mode ---------------------------------------------------------------
@@ -723,7 +959,7 @@ def test_live_rates_module_clock(tool, tree):
     ns = 10**12
     info = {"source": "model", "last_sample_ns": ns}
     tree.set_info(info)
-    live = Live(tool, "--root", tree.path, "--json", "-i", "0.5", "-n", "3")
+    live = Live(tool, "--root", tree.path, "--json", "-d", "0.5", "-n", "3")
     for step in range(1, 4):
         # +1 J, +0.25 CPU-s, +50 wakeups, +0.5 impact-s on nginx per step
         tree.add("/system.slice/nginx.service", energy_uj=2_500_000 + step * 1_000_000,
@@ -752,7 +988,7 @@ def test_live_rates_module_clock(tool, tree):
 
 
 def test_live_rates_wall_clock(tool, tree):
-    live = Live(tool, "--root", tree.path, "--json", "-i", "0.4", "-n", "2")
+    live = Live(tool, "--root", tree.path, "--json", "-d", "0.4", "-n", "2")
     tree.add("/user.slice", energy_uj=2_500_000 + 800_000, usage_usec=3_000_000,
              wakeups=400, impact_usec=3_000_000)
     doc = live.doc()
@@ -771,7 +1007,7 @@ def test_live_appear_disappear_reload(tool, tree):
     ns = 10**12
     tree.set_info({"last_sample_ns": ns})
     live = Live(tool, "--root", tree.path, "--json", "--sort", "path",
-                "-i", "0.5", "-n", "4")
+                "-d", "0.5", "-n", "4")
     # step 1: a cgroup appears (counters from 0), another disappears
     tree.add("/system.slice/new.service", energy_uj=500_000, usage_usec=100_000,
              wakeups=5, impact_usec=100_000)
@@ -824,7 +1060,7 @@ def test_live_root_irq_softirq_steal_rates(tool, tree):
     reload."""
     ns = 10**12
     tree.set_info({"last_sample_ns": ns})
-    live = Live(tool, "--root", tree.path, "--json", "-i", "0.5", "-n", "2")
+    live = Live(tool, "--root", tree.path, "--json", "-d", "0.5", "-n", "2")
     base = dict(usage_usec=8_000_000, wakeups=1000, impact_usec=9_000_000)
     # over 0.5 s: +1 J tasks, +0.25 J / 10 % of a CPU irq, +0.1 J / 5 %
     # softirq, +0.05 J / 50 % steal, +0.6 J / 100 % idle
@@ -868,7 +1104,7 @@ def test_live_root_irq_softirq_steal_rates(tool, tree):
 
 
 def test_live_tree_goes_and_comes_back(tool, tree):
-    live = Live(tool, "--root", tree.path, "--json", "-i", "1", "-n", "3")
+    live = Live(tool, "--root", tree.path, "--json", "-d", "1", "-n", "3")
     os.rename(os.path.join(tree.path, "energy.stat"),
               os.path.join(tree.path, "saved"))
     # update 1 fails: not mounted; the tree is back 1 s before update 2
@@ -910,7 +1146,7 @@ def test_info_repeated_and_junk_lines(tool, tree):
 def test_live_table(tool, tree):
     ns = 10**12
     tree.set_info({"last_sample_ns": ns})
-    p = subprocess.Popen([tool, "--root", tree.path, "-i", "0.5", "-n", "2"],
+    p = subprocess.Popen([tool, "--root", tree.path, "-d", "0.5", "-n", "2"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     wait_first_read(p)
     tree.add("/system.slice/db.service", energy_uj=5_000_000 + 1_500_000,
@@ -923,22 +1159,24 @@ def test_live_table(tool, tree):
     assert p.returncode == 1
     first, second = out.split("\n\n")
     head, rows = table(first)
-    assert head == ["CGROUP", "POWER(W)", "CPU%", "WAKEUPS/s", "IMPACT"]
+    assert head == ["CGROUP", "POWER(W)", "CPU%", "WAKEUPS/s", "IMPACT"]  # no source: measured
     m = dict(rows)
     assert rows[0][0] == "/"
     assert rows[1] == ("/system.slice/db.service", ["3.000", "100.0", "20.0", "50.0"])
     assert m["/added"] == ["0.000", "0.0", "0.0", "0.0"]
     assert "/user.slice" not in m
     assert m["/user.slice/user-1000.slice"] == ["0.000", "0.0", "0.0", "0.0"]
+    # no module sample since (last_sample_ns unchanged): the module's rate
+    # again, not a rate of 0 over the wall clock
     m2 = rowmap(second)
-    assert m2["/system.slice/db.service"] == ["0.000", "0.0", "0.0", "0.0"]
+    assert m2["/system.slice/db.service"] == ["3.000", "100.0", "20.0", "50.0"]
     assert f"{tree.path}/user.slice/energy.stat:1: expected 'key value'" in err
 
 
 def test_live_table_dash_after_unreadable(tool, tree):
     """A cgroup unreadable in the previous sample has no rate: '-'."""
     tree.write("/user.slice", "bad\n")
-    p = subprocess.Popen([tool, "--root", tree.path, "-i", "0.4", "-n", "1"],
+    p = subprocess.Popen([tool, "--root", tree.path, "-d", "0.4", "-n", "1"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     wait_first_read(p)
     tree.add("/user.slice", energy_uj=1)
@@ -951,8 +1189,8 @@ def test_live_table_dash_after_unreadable(tool, tree):
 
 def test_help_version(tool):
     r = run(tool, "--help", check_rc=0)
-    for opt in ("--depth", "--interval", "--count", "--json", "--prometheus",
-                "--root", "--sort", "--version"):
+    for opt in ("--depth", "--delay", "--iterations", "-1", "--batch",
+                "--json", "--prometheus", "--root", "--sort", "--version"):
         assert opt in r.out
     r = run(tool, "--version", check_rc=0)
     assert r.out == f"energystat {header_define('CGE_VERSION')}\n"
@@ -961,14 +1199,23 @@ def test_help_version(tool):
 
 @pytest.mark.parametrize("args,msg", [
     (["--bogus"], "unknown option '--bogus'"),
-    (["-d", "x"], "invalid depth 'x'"),
-    (["-d", "-1"], "invalid depth '-1'"),
-    (["-i", "0"], "invalid interval '0'"),
-    (["-i", "nan"], "invalid interval 'nan'"),
-    (["-n", "0"], "invalid count '0'"),
+    (["--depth", "x"], "invalid depth 'x'"),
+    (["--depth", "-1"], "invalid depth '-1'"),
+    # -d was the depth: a script's "-d 0" gets an error naming --depth
+    (["-d", "0"], "invalid delay '0': expected seconds between updates, "
+     "from 0.01 to 86400 (-d is the delay, as in systemd-cgtop; levels are "
+     "--depth)"),
+    (["-d", "nan"], "invalid delay 'nan'"),
+    (["-d", "x"], "invalid delay 'x'"),
+    # -i was the interval: gone, with the flag to use instead
+    (["-i", "1"], "-i/--interval is gone: the delay between updates is "
+     "-d/--delay SEC, as in systemd-cgtop"),
+    (["--interval", "1"], "-i/--interval is gone"),
+    (["-n", "0"], "invalid iterations '0'"),
     (["-s", "watts"], "invalid sort key 'watts'"),
     (["--json", "--prometheus"], "--json and --prometheus exclude each other"),
     (["-d"], "option '-d' needs an argument"),
+    (["--prometheus", "-1"], "cannot be used with -d, -n or -1"),
 ])
 def test_usage_errors(tool, tree, args, msg):
     r = run(tool, "--root", tree.path, *args, check_rc=2)
@@ -1027,7 +1274,8 @@ def test_10000_cgroups_cpu_time_guard(tool, tmp_path):
         took = (r1.ru_utime + r1.ru_stime) - (r0.ru_utime + r0.ru_stime)
         assert took < 2, (args, took)
     assert len(r.out.splitlines()) > 4 * 10001
-    m = rowmap(run(tool, "--root", t.path, check_rc=0).out)
+    m = rowmap(run(tool, "--root", t.path, check_rc=0,
+                   env=dict(os.environ, COLUMNS="200")).out)
     assert len(m) == 10001
     assert m["/slice-099.slice/svc-09899.service"][0] == "9.900"
 
@@ -1037,9 +1285,9 @@ VALGRIND = ["valgrind", "-q", "--error-exitcode=1", "--leak-check=full",
 
 
 @pytest.mark.parametrize("args,rc", [
-    ([], 0), (["--json"], 0), (["--prometheus"], 0), (["-d", "1", "-s", "path"], 0),
+    ([], 0), (["--json"], 0), (["--prometheus"], 0), (["--depth", "1", "-s", "path"], 0),
     (["/system.slice", "/sys/fs/cgroup/system.slice/db.service"], 0),
-    (["--json", "-i", "0.2", "-n", "2"], 0), (["-b", "-i", "0.2", "-n", "2"], 0),
+    (["--json", "-d", "0.2", "-n", "2"], 0), (["-b", "-d", "0.2", "-n", "2"], 0), (["-1", "-d", "0.2"], 0),
     (["/nope", "/user.slice"], 1), (["MALFORMED"], 1), (["--bogus"], 2),
     (["--help"], 0),
 ])

@@ -172,8 +172,10 @@ def test_workload_labels_prometheus(tool, tmp_path, name):
 def test_workload_column(tool, tmp_path):
     layout = {**KUBE_SYSTEMD, **CONTAINERS}
     t = layout_tree(tmp_path, layout)
-    head, rows = table(run(tool, "--root", t.path, "-s", "path",
-                           check_rc=0).out, workload=True)
+    head, rows = table(run(tool, "--root", t.path, "-s", "path", "--depth",
+                           "9", check_rc=0,
+                           env=dict(os.environ, COLUMNS="400")).out,
+                       workload=True)
     assert head[-1] == "WORKLOAD"
     col = {path: cells[-1] for path, cells in rows}
     pod = f"/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod{UID_SD}.slice"
@@ -493,3 +495,119 @@ def test_listen_conflicts_and_busy_port(tool, tmp_path):
     r = run(tool, "--root", str(tmp_path / "none"), "--listen", "9",
             check_rc=2, timeout=10)
     assert "no such directory" in r.err
+
+
+# ---- the node_exporter textfile route -------------------------------------------
+
+from test_energystat import INVALID_NAMES, invalid_names_tree  # noqa: E402
+import re  # noqa: E402
+import shlex  # noqa: E402
+import shutil  # noqa: E402
+import urllib.request  # noqa: E402
+
+import need  # noqa: E402
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SERVICE = os.path.join(REPO, "dist/systemd/cgroup-energy-textfile.service")
+DEBIAN_TEXTFILE_DIR = "/var/lib/prometheus/node-exporter"
+
+
+def service_command(tool, textfile):
+    """The service's ExecStart as systemd runs it: its Environment= with
+    TEXTFILE set to textfile, ${VAR} expanded, @BINDIR@ (make install's) the
+    directory of the tool under test."""
+    text = open(SERVICE).read()
+    env = dict(re.findall(r"^Environment=(\w+)=(.*)$", text, re.M))
+    assert os.path.dirname(env["TEXTFILE"]) == DEBIAN_TEXTFILE_DIR
+    env["TEXTFILE"] = str(textfile)
+    (line,) = re.findall(r"^ExecStart=(.*)$", text, re.M)
+    line = line.replace("@BINDIR@", os.path.dirname(tool))
+    line = re.sub(r"\$\{(\w+)\}", lambda m: env[m[1]], line)
+    return shlex.split(line)
+
+
+def test_debian_textfile_directory():
+    """Debian's prometheus-node-exporter reads the directory that the
+    service writes to."""
+    r = subprocess.run(["dpkg", "-L", "prometheus-node-exporter"],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        need.missing("prometheus-node-exporter is not installed "
+                     "(sh tests/deps.sh)")
+    assert DEBIAN_TEXTFILE_DIR in r.stdout.splitlines()
+
+
+def test_output_replaces_atomically(tool, tmp_path):
+    """--output: the file appears whole (a temporary file beside it, which
+    *.prom does not match, renamed); a tree that cannot be read leaves the
+    old file; bad uses are errors that write nothing."""
+    t, e = uneven_tree(tmp_path)
+    d = tmp_path / "textfile"
+    d.mkdir()
+    f = d / "cgroup_energy.prom"
+    cmd = service_command(tool, f)
+    r = subprocess.run(cmd + ["--root", t.path], capture_output=True)
+    assert r.returncode == 0 and r.stdout == b"" and r.stderr == b"", r
+    want = run(tool, "--root", t.path, "--prometheus", check_rc=0).out
+    assert f.read_text() == want and os.listdir(d) == [f.name]
+    assert oct(os.stat(f).st_mode & 0o777) == "0o644"
+    r = subprocess.run(cmd + ["--root", str(tmp_path / "gone")],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and "no such directory" in r.stderr
+    assert f.read_text() == want and os.listdir(d) == [f.name]
+    r = run(tool, "--root", t.path, "--prometheus", "--output",
+            str(tmp_path / "nodir" / "x.prom"), check_rc=2)
+    assert r.err.startswith(f"energystat: cannot write {tmp_path}/nodir/x.prom.")
+    for args in (["--json"], ["--listen", "9"], []):
+        r = run(tool, "--root", t.path, *args, "--output", str(f), check_rc=2)
+        assert "--output writes one --prometheus text" in r.err
+    assert f.read_text() == want
+
+
+def test_node_exporter_serves_the_textfile(tool, tmp_path):
+    """A real node_exporter (Debian's), its textfile collector only, reading
+    the file the service's command wrote: our series, the names that differ
+    only in bytes that are not UTF-8 as distinct series, no scrape error."""
+    exe = shutil.which("prometheus-node-exporter")
+    if not exe:
+        need.missing("prometheus-node-exporter is not installed "
+                     "(sh tests/deps.sh)")
+    t = invalid_names_tree(tmp_path / "ce")
+    d = tmp_path / "textfile"
+    d.mkdir()
+    r = subprocess.run(service_command(tool, d / "cgroup_energy.prom") +
+                       ["--root", t.path], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    port = free_port()
+    p = subprocess.Popen([exe, f"--web.listen-address=127.0.0.1:{port}",
+                          "--collector.disable-defaults",
+                          "--collector.textfile",
+                          f"--collector.textfile.directory={d}"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 15
+        while True:
+            try:
+                with urllib.request.urlopen(
+                        f"http://127.0.0.1:{port}/metrics", timeout=5) as u:
+                    body = u.read().decode()
+                break
+            except OSError:
+                assert p.poll() is None, p.stderr.read().decode()
+                assert time.monotonic() < deadline, "node_exporter never answered"
+                time.sleep(0.1)
+    finally:
+        p.terminate()
+        p.wait(timeout=10)
+    s = prom_samples(body)
+    assert s["node_textfile_scrape_error"] == "0", body
+    j = {k: v for k, v in s.items()
+         if k.startswith("cgroup_energy_joules_total{")}
+    assert len(j) == len(INVALID_NAMES) + 1, j
+    for i, shown in enumerate(INVALID_NAMES.values()):
+        value = shown.replace("\\", "\\\\")
+        assert any(f'cgroup="{value}"' in k and float(v) == i + 1
+                   for k, v in j.items()), (value, j)
+    assert 'cgroup_energy_source_info{' in body
+    assert re.search(r'^node_textfile_mtime_seconds\{file="[^"]*cgroup_energy'
+                     r'\.prom"\} ', body, re.M), body

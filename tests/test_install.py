@@ -24,6 +24,7 @@ from versions import cge_version, conf_value, dkms_sources
 REPO = Path(__file__).resolve().parents[1]
 NAME = 'cgroup-energy'
 UNIT = 'sys-fs-cgroup_energy.mount'
+TEXTFILE = 'cgroup-energy-textfile'
 FLAVOURS = ['6.1', '6.1-rt', '6.12', '6.12-rt']
 KEYS = ('usage_usec', 'energy_uj', 'wakeups', 'impact_usec',
         'total_uj', 'idle_uj', 'idle_usec', 'irq_uj', 'irq_usec',
@@ -389,6 +390,8 @@ def test_install_uninstall_leaves_nothing(tmp_path):
         'usr/local/bin/energystat',
         'usr/local/share/man/man1/energystat.1',
         f'usr/local/lib/systemd/system/{UNIT}',
+        f'usr/local/lib/systemd/system/{TEXTFILE}.service',
+        f'usr/local/lib/systemd/system/{TEXTFILE}.timer',
         'usr/local/lib/modules-load.d/cgroup-energy.conf',
         'usr/local/share/doc/cgroup-energy/modprobe.d/cgroup-energy.conf',
         'usr/local/share/doc/cgroup-energy/README.md',
@@ -444,6 +447,33 @@ def test_mount_unit_verifies(tmp_path):
     assert re.search(r'^After=.*systemd-modules-load\.service', text, re.M)
     assert re.search(r'^ConditionPathIsDirectory=/sys/fs/cgroup_energy$',
                      text, re.M)
+
+
+def test_textfile_units_verify(tmp_path):
+    """The node_exporter textfile service and timer: systemd-analyze verify
+    (it checks that ExecStart's program exists: the staged tool stands in
+    for the installed path), ExecStart names the installed tool, the timer
+    starts the service."""
+    need.need('systemd-analyze', 'systemd')
+    stage = tmp_path / 'stage'
+    stage_install(stage)
+    units = stage / 'usr/local/lib/systemd/system'
+    svc = (units / f'{TEXTFILE}.service').read_text()
+    assert re.search(r'^ExecStart=/usr/local/bin/energystat --prometheus '
+                     r'--output=\$\{TEXTFILE\}$', svc, re.M), svc
+    assert re.search(r'^Environment=TEXTFILE=/var/lib/prometheus/'
+                     r'node-exporter/cgroup_energy\.prom$', svc, re.M)
+    assert re.search(r'^Type=oneshot$', svc, re.M)
+    check = tmp_path / 'check'
+    check.mkdir()
+    (check / f'{TEXTFILE}.service').write_text(svc.replace(
+        'ExecStart=/usr/local', f'ExecStart={stage}/usr/local'))
+    shutil.copy(units / f'{TEXTFILE}.timer', check)
+    verify([check / f'{TEXTFILE}.service', check / f'{TEXTFILE}.timer'],
+           stage / 'usr/local/share/man')
+    timer = (units / f'{TEXTFILE}.timer').read_text()
+    assert re.search(r'^OnUnitActiveSec=15s$', timer, re.M)
+    assert re.search(r'^WantedBy=timers.target$', timer, re.M)
 
 
 def test_install_doc_fstab_line_makes_a_valid_unit(tmp_path):

@@ -11,11 +11,14 @@
  * denied, unknown cgroup).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -24,6 +27,7 @@
 #define EXIT_PARTIAL	1
 #define EXIT_NOTHING	2
 #define DIAG_LIMIT	20
+#define CGTOP_DEPTH	3	/* systemd-cgtop's default --depth */
 
 enum format { FMT_TABLE, FMT_JSON, FMT_PROM };
 
@@ -31,12 +35,14 @@ struct opts {
 	const char *root;
 	int depth;		/* -1: unlimited */
 	bool live;
-	double interval;	/* seconds */
+	double delay;		/* seconds between updates */
+	bool delay_set;		/* -d given */
 	unsigned long count;	/* 0: until interrupted */
 	enum sort_key sort;
 	enum format fmt;
 	bool hierarchical;
 	const char *listen;	/* --listen [ADDR:]PORT, NULL: none */
+	const char *output;	/* --output FILE, NULL: standard output */
 	struct sockaddr_storage addr;	/* its address */
 	bool any_addr;		/* no ADDR: every address */
 	bool batch;
@@ -53,14 +59,19 @@ static void usage(FILE *f)
 "\"system.slice\") or its directory under %s or %s;\n"
 "each PATH is shown with its descendants. Default: the whole tree.\n"
 "\n"
-"  -d, --depth N        show N levels below each PATH (0: PATH only)\n"
-"  -i, --interval SEC   live mode: rates over SEC-second intervals (e.g. 0.5)\n"
-"  -n, --count N        live mode: stop after N updates (default interval 1 s)\n"
-"  -b, --batch          live mode: do not clear the screen between updates\n"
-"  -s, --sort KEY       energy (default), cpu, wakeups, impact or path\n"
+"  -d, --delay SEC     live mode: an update every SEC seconds (e.g. 0.5)\n"
+"  -n, --iterations N   live mode: stop after N updates (default delay 1 s)\n"
+"  -1                   live mode: one update (-n 1)\n"
+"  -b, --batch          live mode: do not clear the screen, print every row\n"
+"      --depth N        show N levels below each PATH (0: PATH only); default\n"
+"                       3 in the table, no limit with --json or --prometheus\n"
+"  -s, --sort KEY       energy (default; power in live mode), cpu, wakeups,\n"
+"                       impact or path; -p: path, -c: cpu\n"
 "      --json           one JSON document per sample (see energystat(1))\n"
 "      --prometheus     Prometheus text format, for node_exporter's textfile\n"
-"                       collector (not with -i)\n"
+"                       collector (not with -d, -n or -1)\n"
+"  -o, --output FILE    --prometheus: replace FILE atomically (a temporary\n"
+"                       file in its directory, renamed), not standard output\n"
 "      --listen [ADDR:]PORT  serve /metrics (Prometheus) over HTTP on PORT;\n"
 "                       ADDR: an IPv4 address or [IPv6]; default every address\n"
 "      --hierarchical   Prometheus: each cgroup's counters with its descendants\n"
@@ -73,6 +84,9 @@ static void usage(FILE *f)
 "Table: ENERGY(J) joules, CPU(s) CPU seconds, WAKEUPS count, IMPACT(s) energy\n"
 "impact in CPU-second equivalents, all since the module loaded. Live mode:\n"
 "POWER(W) watts, CPU%% (100 = one CPU), WAKEUPS/s, IMPACT (100 = one busy CPU).\n"
+"A ~ after ENERGY(J) or POWER(W): modelled joules (estimates, source model).\n"
+"The table fits the terminal (or $COLUMNS, else 80 columns): long paths keep\n"
+"their tail; live mode shows the rows that fit the screen.\n"
 "Exit status: 0 ok, 1 some cgroups could not be read, 2 nothing could be shown.\n",
 		PROG, CGE_CGROUP_ROOT, CGE_MOUNT_POINT, CGE_MOUNT_POINT);
 }
@@ -108,29 +122,36 @@ static bool parse_ulong(const char *s, unsigned long max, unsigned long *out)
 	return true;
 }
 
+static const struct {
+	const char *name;
+	enum sort_key key;
+} sorts[] = {
+	{ "energy", SORT_ENERGY }, { "power", SORT_ENERGY },
+	{ "cpu", SORT_CPU }, { "wakeups", SORT_WAKEUPS },
+	{ "impact", SORT_IMPACT }, { "path", SORT_PATH },
+};
+
 /* Returns -1 to go on, else an exit status. */
 static int parse_opts(int argc, char **argv, struct opts *o)
 {
-	enum { OPT_JSON = 256, OPT_PROM, OPT_HIER, OPT_LISTEN };
+	enum { OPT_JSON = 256, OPT_PROM, OPT_HIER, OPT_LISTEN, OPT_DEPTH };
 	static const struct option longopts[] = {
-		{ "depth", required_argument, NULL, 'd' },
-		{ "interval", required_argument, NULL, 'i' },
-		{ "count", required_argument, NULL, 'n' },
+		{ "delay", required_argument, NULL, 'd' },
+		{ "depth", required_argument, NULL, OPT_DEPTH },
+		{ "iterations", required_argument, NULL, 'n' },
+		{ "count", required_argument, NULL, 'n' },	/* its older name */
+		{ "interval", required_argument, NULL, 'i' },	/* gone: an error */
 		{ "batch", no_argument, NULL, 'b' },
 		{ "sort", required_argument, NULL, 's' },
 		{ "json", no_argument, NULL, OPT_JSON },
 		{ "prometheus", no_argument, NULL, OPT_PROM },
 		{ "hierarchical", no_argument, NULL, OPT_HIER },
 		{ "listen", required_argument, NULL, OPT_LISTEN },
+		{ "output", required_argument, NULL, 'o' },
 		{ "root", required_argument, NULL, 'r' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
-	};
-	static const char *const sorts[] = {
-		[SORT_ENERGY] = "energy", [SORT_CPU] = "cpu",
-		[SORT_WAKEUPS] = "wakeups", [SORT_IMPACT] = "impact",
-		[SORT_PATH] = "path",
 	};
 	unsigned long v;
 	char *end;
@@ -139,47 +160,65 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	memset(o, 0, sizeof(*o));
 	o->root = CGE_MOUNT_POINT;
 	o->depth = -1;
-	o->interval = 1.0;
+	o->delay = 1.0;
 	o->sort = SORT_ENERGY;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":d:i:n:bs:r:hV", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":d:n:1bs:pci:o:r:hV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'd':
+			errno = 0;
+			o->delay = strtod(optarg, &end);
+			if (errno || end == optarg || *end || !isfinite(o->delay) ||
+			    o->delay < 0.01 || o->delay > 86400)
+				return usage_error("invalid delay '%s': expected "
+						   "seconds between updates, from 0.01 "
+						   "to 86400 (-d is the delay, as in "
+						   "systemd-cgtop; levels are --depth)",
+						   optarg);
+			o->delay_set = true;
+			o->live = true;
+			break;
+		case 'i':
+			return usage_error("-i/--interval is gone: the delay between "
+					   "updates is -d/--delay SEC, as in "
+					   "systemd-cgtop", NULL);
+		case OPT_DEPTH:
 			if (!parse_ulong(optarg, INT_MAX, &v))
 				return usage_error("invalid depth '%s': expected a "
 						   "number of levels, 0 or more", optarg);
 			o->depth = (int)v;
 			break;
-		case 'i':
-			errno = 0;
-			o->interval = strtod(optarg, &end);
-			if (errno || end == optarg || *end || !isfinite(o->interval) ||
-			    o->interval < 0.01 || o->interval > 86400)
-				return usage_error("invalid interval '%s': expected "
-						   "seconds, from 0.01 to 86400", optarg);
-			o->live = true;
-			break;
 		case 'n':
 			if (!parse_ulong(optarg, ULONG_MAX, &v) || v == 0)
-				return usage_error("invalid count '%s': expected a "
-						   "number of updates, 1 or more", optarg);
+				return usage_error("invalid iterations '%s': expected "
+						   "a number of updates, 1 or more", optarg);
 			o->count = v;
+			o->live = true;
+			break;
+		case '1':
+			o->count = 1;
 			o->live = true;
 			break;
 		case 'b':
 			o->batch = true;
 			break;
+		case 'p':
+			o->sort = SORT_PATH;
+			break;
+		case 'c':
+			o->sort = SORT_CPU;
+			break;
 		case 's': {
 			size_t k;
 
 			for (k = 0; k < ARRAY_SIZE(sorts); k++)
-				if (strcmp(optarg, sorts[k]) == 0)
+				if (strcmp(optarg, sorts[k].name) == 0)
 					break;
 			if (k == ARRAY_SIZE(sorts))
 				return usage_error("invalid sort key '%s': expected "
-						   "energy, cpu, wakeups, impact or path",
-						   optarg);
-			o->sort = (enum sort_key)k;
+						   "energy, power, cpu, wakeups, impact "
+						   "or path", optarg);
+			o->sort = sorts[k].key;
 			break;
 		}
 		case OPT_JSON:
@@ -208,6 +247,11 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			o->listen = optarg;
 			break;
 		}
+		case 'o':
+			if (!*optarg)
+				return usage_error("empty --output", NULL);
+			o->output = optarg;
+			break;
 		case 'r':
 			if (!*optarg)
 				return usage_error("empty --root", NULL);
@@ -228,10 +272,21 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	}
 	if (o->listen && (o->live || o->fmt == FMT_JSON))
 		return usage_error("--listen serves Prometheus metrics and cannot "
-				   "be used with --json, -i or -n", NULL);
+				   "be used with --json, -d, -n or -1", NULL);
 	if (o->live && o->fmt == FMT_PROM)
 		return usage_error("--prometheus prints counters and cannot be "
-				   "used with -i/-n: Prometheus computes the rates", NULL);
+				   "used with -d, -n or -1: Prometheus computes the "
+				   "rates", NULL);
+	if (o->output && (o->fmt != FMT_PROM || o->live || o->listen))
+		return usage_error("--output writes one --prometheus text, not with "
+				   "--json, the table, -d, -n, -1 or --listen", NULL);
+	/* a script's old "-d LEVELS" now runs until interrupted: say so */
+	if (o->delay_set && !o->count && !isatty(STDOUT_FILENO))
+		diag_msg("note: -d is the delay between updates (as in "
+			 "systemd-cgtop) and runs until interrupted; levels are "
+			 "--depth");
+	if (o->depth < 0 && o->fmt == FMT_TABLE && !o->listen)
+		o->depth = CGTOP_DEPTH;
 	o->args = argv + optind;
 	o->nargs = argc - optind;
 	return -1;
@@ -351,15 +406,45 @@ static void print_view(const struct opts *o, const struct view *v)
 	fflush(stdout);
 }
 
+/* A positive number from the environment variable name, else 0. */
+static size_t env_size(const char *name)
+{
+	const char *e = getenv(name);
+	unsigned long v;
+
+	return e && parse_ulong(e, 100000, &v) ? v : 0;
+}
+
+/*
+ * The terminal's size as the table fits it: TIOCGWINSZ on standard output,
+ * else $COLUMNS and $LINES, else 80 x 24.
+ */
+static void term_size(size_t *cols, size_t *rows)
+{
+	struct winsize ws = { 0 };
+
+	if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) != 0)
+		memset(&ws, 0, sizeof(ws));
+	*cols = ws.ws_col ? ws.ws_col : env_size("COLUMNS");
+	*rows = ws.ws_row ? ws.ws_row : env_size("LINES");
+	if (!*cols)
+		*cols = 80;
+	if (!*rows)
+		*rows = 24;
+}
+
 static int run_static(const struct opts *o, const struct tree *t, struct diag *d)
 {
 	struct sample s;
+	struct table_fit fit = { 0 };
 	struct view v = { .root = t->root, .sort = o->sort,
-			  .hierarchical = o->hierarchical };
+			  .hierarchical = o->hierarchical, .fit = &fit };
+	size_t rows;
 	int rc;
 
 	if (sample_take(t, &s, d) != TREE_OK)
 		return EXIT_NOTHING;
+	term_size(&fit.cols, &rows);
 	v.s = &s;
 	if (shown_rows(&s) == 0) {
 		rc = EXIT_NOTHING;
@@ -425,28 +510,31 @@ static void compute_rates(const struct sample *prev, const struct sample *cur,
 	}
 }
 
-/* Interval between two samples: the module's own clock when it is sane. */
-static double interval_us(const struct sample *prev, const struct sample *cur,
-			  const char **clock)
+/* When the module took the sample s was read from (last_sample_ns); 0: unknown */
+static uint64_t module_ns(const struct sample *s)
 {
-	double wall = (double)(cur->mono_ns - prev->mono_ns) / 1e3;
-	const char *a = info_get(&prev->info, "last_sample_ns");
-	const char *b = info_get(&cur->info, "last_sample_ns");
+	uint64_t ns;
 
-	*clock = "wall";
-	if (wall < 1)
-		wall = 1;
-	if (a && b) {
-		char *ea, *eb;
-		unsigned long long x = strtoull(a, &ea, 10), y = strtoull(b, &eb, 10);
-		double mod = (double)(y - x) / 1e3;
+	return info_u64(&s->info, "last_sample_ns", &ns) ? ns : 0;
+}
 
-		if (!*ea && !*eb && y > x && mod > wall / 2 && mod < wall * 2) {
-			*clock = "module";
-			return mod;
-		}
-	}
-	return wall;
+/*
+ * Refuse a delay shorter than the module's interval when the module does not
+ * say when it sampled: the counters would be stale between its samples and
+ * a rate over the wall clock wrong. -1 to go on, else an exit status.
+ */
+static int check_delay(const struct opts *o, const struct sample *s)
+{
+	uint64_t ms;
+
+	if (module_ns(s) || !info_u64(&s->info, "interval_ms", &ms) ||
+	    o->delay * 1000 >= (double)ms)
+		return -1;
+	diag_msg("-d %g is shorter than the module's sampling interval (%llu ms, "
+		 "energy.info interval_ms), and this module does not give the "
+		 "time of its samples (last_sample_ns): use -d %g or more",
+		 o->delay, (unsigned long long)ms, (double)ms / 1000);
+	return EXIT_NOTHING;
 }
 
 static void sleep_until(uint64_t ns)
@@ -460,29 +548,110 @@ static void sleep_until(uint64_t ns)
 		;
 }
 
+/*
+ * The samples live mode keeps: last, the previous read, and base, the newest
+ * read of an older module sample than last's. Rates are over the module's
+ * samples (last_sample_ns) when it gives their time: from last when the
+ * module sampled since, else from base (the same rates as the frame before:
+ * the module's rate, not a wall-clock rate over a stale sample). A module
+ * without last_sample_ns: over the wall clock, from last.
+ */
+struct live {
+	struct sample last, base;
+	bool have_last, have_base;
+};
+
+static void live_drop(struct live *l)
+{
+	if (l->have_base)
+		sample_free(&l->base);
+	if (l->have_last)
+		sample_free(&l->last);
+	l->have_base = false;
+	l->have_last = false;
+}
+
+/* Rates of cur into v (NULL rates: none yet); false when cur restarts. */
+static bool live_rates(const struct live *l, const struct sample *cur,
+		       struct view *v, struct rates *rates)
+{
+	uint64_t now = module_ns(cur), then = module_ns(&l->last);
+	const struct sample *from = &l->last;
+	double dt;
+
+	if (!l->have_last || counters_restarted(&l->last.root, &cur->root) ||
+	    now < then)
+		return false;
+	if (now && then) {
+		if (now == then)
+			from = l->have_base && module_ns(&l->base) &&
+			       module_ns(&l->base) < now ? &l->base : NULL;
+		v->clock = "module";
+		if (!from)
+			return true;	/* no module sample since the first read */
+		dt = (double)(now - module_ns(from)) / 1e3;
+	} else {
+		dt = (double)(cur->mono_ns - from->mono_ns) / 1e3;
+		if (dt < 1)
+			dt = 1;
+	}
+	v->interval_s = dt / 1e6;
+	compute_rates(from, cur, dt, rates);
+	return true;
+}
+
+/* Keep cur as last; the old last becomes base unless it read cur's sample. */
+static void live_keep(struct live *l, struct sample *cur, bool reset)
+{
+	bool same = !reset && l->have_last && module_ns(cur) &&
+		    module_ns(cur) == module_ns(&l->last);
+
+	if (same) {
+		sample_free(&l->last);
+	} else {
+		if (l->have_base)
+			sample_free(&l->base);
+		l->have_base = l->have_last && !reset;
+		if (l->have_base)
+			l->base = l->last;
+		else if (l->have_last)
+			sample_free(&l->last);
+	}
+	l->last = *cur;
+	l->have_last = true;
+}
+
 static int run_live(const struct opts *o, const struct tree *t, struct diag *d)
 {
-	struct sample prev, cur;
-	bool have_prev, failed = false;
+	struct live l = { 0 };
+	struct sample cur;
+	struct table_fit fit = { 0 };
+	bool failed = false;
 	bool clear = o->fmt == FMT_TABLE && !o->batch && isatty(STDOUT_FILENO);
-	uint64_t step = (uint64_t)(o->interval * 1e9), next;
+	uint64_t step = (uint64_t)(o->delay * 1e9), next;
+	int rc;
 
-	if (sample_take(t, &prev, d) != TREE_OK)
+	if (sample_take(t, &l.last, d) != TREE_OK)
 		return EXIT_NOTHING;
-	have_prev = true;
-	next = prev.mono_ns + step;
+	l.have_last = true;
+	rc = check_delay(o, &l.last);
+	if (rc >= 0) {
+		live_drop(&l);
+		return rc;
+	}
+	next = l.last.mono_ns + step;
 	for (unsigned long i = 0; o->count == 0 || i < o->count; i++) {
-		struct view v = { .root = t->root, .sort = o->sort };
+		struct view v = { .root = t->root, .sort = o->sort, .fit = &fit,
+				  .clock = "wall" };
 		struct rates *rates;
+		size_t rows, extra;
 
 		sleep_until(next);
 		next += step;
 		if (sample_take(t, &cur, d) != TREE_OK) {
 			/* message printed; re-baseline when the tree is back */
 			failed = true;
-			if (have_prev)
-				sample_free(&prev);
-			have_prev = false;
+			live_drop(&l);
 			continue;
 		}
 		if (cur.mono_ns > next)		/* fell behind: do not burst */
@@ -495,31 +664,69 @@ static int run_live(const struct opts *o, const struct tree *t, struct diag *d)
 		}
 		v.s = &cur;
 		v.rates = rates;
-		v.clock = "wall";
-		v.reset = !have_prev || counters_restarted(&prev.root, &cur.root);
-		if (v.reset) {
-			diag_msg("counters restarted (module reloaded?): new baseline, "
-				 "rates from the next update");
-		} else {
-			double dt = interval_us(&prev, &cur, &v.clock);
-
-			v.interval_s = dt / 1e6;
-			compute_rates(&prev, &cur, dt, rates);
-		}
+		v.reset = !live_rates(&l, &cur, &v, rates);
+		term_size(&fit.cols, &rows);
+		/* the header, the rows, the reset message, the cursor's line */
+		extra = 2 + (size_t)v.reset;
+		fit.max_rows = !clear ? 0 : rows > extra ? rows - extra : 1;
 		if (clear)
 			fputs("\033[H\033[2J", stdout);
 		else if (i > 0 && o->fmt == FMT_TABLE)
 			fputc('\n', stdout);
 		print_view(o, &v);
+		if (v.reset)
+			diag_msg("counters restarted (module reloaded?): new baseline, "
+				 "rates from the next update");
 		free(rates);
-		if (have_prev)
-			sample_free(&prev);
-		prev = cur;
-		have_prev = true;
+		live_keep(&l, &cur, v.reset);
 	}
-	if (have_prev)
-		sample_free(&prev);
+	live_drop(&l);
 	return failed || d->errors ? EXIT_PARTIAL : 0;
+}
+
+/*
+ * --output: standard output goes to a new temporary file beside FILE
+ * (FILE.XXXXXX, which node_exporter's *.prom glob does not match), renamed
+ * over FILE once written, so a reader sees the old file or the new one,
+ * never a part. Returns the temporary file's name (to free), NULL on error.
+ */
+static char *output_open(const char *file)
+{
+	char *tmp = malloc(strlen(file) + sizeof(".XXXXXX"));
+	int fd;
+
+	if (!tmp) {
+		diag_msg("out of memory");
+		return NULL;
+	}
+	sprintf(tmp, "%s.XXXXXX", file);
+	fd = mkstemp(tmp);
+	if (fd < 0 || fchmod(fd, 0644) != 0 || fflush(stdout) != 0 ||
+	    dup2(fd, STDOUT_FILENO) < 0) {
+		diag_msg("cannot write %s: %s", tmp, strerror(errno));
+		if (fd >= 0) {
+			close(fd);
+			unlink(tmp);
+		}
+		free(tmp);
+		return NULL;
+	}
+	close(fd);
+	return tmp;
+}
+
+/* Rename tmp over file when rc says something was shown, else remove it. */
+static int output_commit(char *tmp, const char *file, int rc)
+{
+	if (rc != EXIT_NOTHING && (fflush(stdout) != 0 || ferror(stdout) ||
+				   fsync(STDOUT_FILENO) != 0 || rename(tmp, file) != 0)) {
+		diag_msg("cannot write %s: %s", file, strerror(errno));
+		rc = EXIT_NOTHING;
+	}
+	if (rc == EXIT_NOTHING)
+		unlink(tmp);
+	free(tmp);
+	return rc;
 }
 
 int main(int argc, char **argv)
@@ -538,10 +745,16 @@ int main(int argc, char **argv)
 		return EXIT_NOTHING;
 	}
 	rc = setup_tree(&o, &t, root, &d);
-	if (rc < 0 && o.listen)
+	if (rc < 0 && o.listen) {
 		rc = serve(&t, &o.addr, o.any_addr, o.hierarchical);
-	else if (rc < 0)
+	} else if (rc < 0 && o.output) {
+		char *tmp = output_open(o.output);
+
+		rc = tmp ? output_commit(tmp, o.output, run_static(&o, &t, &d)) :
+			   EXIT_NOTHING;
+	} else if (rc < 0) {
 		rc = o.live ? run_live(&o, &t, &d) : run_static(&o, &t, &d);
+	}
 	diag_finish(&d);
 	free_paths(&t);
 	free(root);

@@ -45,6 +45,7 @@ int stat_parse(const char *buf, size_t len, struct cg_stat *st,
 
 void info_parse(const char *buf, size_t len, struct info *info);
 const char *info_get(const struct info *info, const char *key);
+bool info_u64(const struct info *info, const char *key, uint64_t *out);
 void info_free(struct info *info);
 
 /* 0 or an errno; EFBIG when larger than cap, EINVAL when not a regular file */
@@ -95,6 +96,7 @@ unsigned int cp_width(uint32_t c);	/* width.c, generated */
 void esc_term(char *dst, size_t dstsz, const char *src);
 size_t term_width(const char *s);
 void fput_term(FILE *f, const char *s);
+size_t fput_term_fit(FILE *f, const char *s, size_t width, bool tail);
 void fput_json_string(FILE *f, const char *s);
 void fput_prom_label(FILE *f, const char *s);
 void fmt_fixed(char *buf, size_t sz, uint64_t v, unsigned int scale,
@@ -121,6 +123,20 @@ struct rates {
 	double r[NKEYS];	/* per key, by key_table[k].kind */
 };
 
+#define TABLE_NCOLS	4	/* the table's number columns */
+
+/*
+ * The table's shape: the terminal's size (set by the caller before each
+ * table) and the widest cell seen per column, kept between the frames of
+ * live mode so that columns do not move.
+ */
+struct table_fit {
+	size_t cols;		/* terminal columns */
+	size_t max_rows;	/* cgroup rows to print; 0: all */
+	size_t num[TABLE_NCOLS];
+	size_t path, wl;	/* CGROUP and WORKLOAD */
+};
+
 struct view {
 	const struct sample *s;
 	const struct rates *rates;	/* NULL in static mode; else one per node */
@@ -132,6 +148,7 @@ struct view {
 	bool hierarchical;		/* Prometheus: subtree counters */
 	bool openmetrics;		/* Prometheus: OpenMetrics 1.0 text */
 	const struct sample *base;	/* Prometheus: earlier sample for watts */
+	struct table_fit *fit;		/* table: its shape */
 };
 
 struct row {

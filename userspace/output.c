@@ -82,16 +82,17 @@ struct row *make_rows(const struct view *v, size_t *n)
 
 /* ---- table -------------------------------------------------------------- */
 
-#define NCOLS	4
-#define CELL	32
+#define CELL		32
+#define HEAD		16
+#define WL_MIN		10	/* WORKLOAD's columns when CGROUP needs the rest */
 
-static const enum key_id table_keys[NCOLS] = {
+static const enum key_id table_keys[TABLE_NCOLS] = {
 	K_ENERGY_UJ, K_USAGE_USEC, K_WAKEUPS, K_IMPACT_USEC
 };
-static const char *const static_heads[NCOLS] = {
+static const char *const static_heads[TABLE_NCOLS] = {
 	"ENERGY(J)", "CPU(s)", "WAKEUPS", "IMPACT(s)"
 };
-static const char *const live_heads[NCOLS] = {
+static const char *const live_heads[TABLE_NCOLS] = {
 	"POWER(W)", "CPU%", "WAKEUPS/s", "IMPACT"
 };
 
@@ -112,48 +113,92 @@ static void format_cell(char *buf, const struct row *r, int col)
 	}
 }
 
+static size_t max_sz(size_t a, size_t b)
+{
+	return a > b ? a : b;
+}
+
+static size_t clamp_sz(size_t v, size_t lo, size_t hi)
+{
+	return v < lo ? lo : v > hi ? hi : v;
+}
+
+/*
+ * Widths of CGROUP and WORKLOAD in the columns the number columns leave:
+ * CGROUP first, up to all but WL_MIN of them, WORKLOAD the rest (at least
+ * its header). A terminal too narrow even for that gets longer lines.
+ */
+static void fit_widths(const struct table_fit *fit, size_t *pathw, size_t *wlw)
+{
+	size_t used = 2, left, wl_min = fit->wl < WL_MIN ? fit->wl : WL_MIN;
+
+	for (int c = 0; c < TABLE_NCOLS; c++)
+		used += 2 + fit->num[c];
+	left = fit->cols > used ? fit->cols - used : 0;
+	*pathw = clamp_sz(left > wl_min ? left - wl_min : 0, strlen("CGROUP"),
+			  fit->path);
+	*wlw = clamp_sz(left > *pathw ? left - *pathw : 0, strlen("WORKLOAD"),
+			fit->wl);
+}
+
+/*
+ * The table, fitted to v->fit: paths ellipsized keeping their tail (which
+ * names the workload), workloads keeping their head, at most max_rows rows
+ * after the header. A "~" after the energy column's head marks modelled
+ * figures (energy.info "source model"): estimates, not measurements.
+ */
 void out_table(FILE *f, const struct view *v)
 {
 	const char *const *heads = v->rates ? live_heads : static_heads;
-	size_t n, pathw = strlen("CGROUP"), w[NCOLS];
-	char label[WORKLOAD_LABEL];
+	const char *src = info_get(&v->s->info, "source");
+	struct table_fit *fit = v->fit;
+	size_t n, pathw, wlw;
+	char head[TABLE_NCOLS][HEAD];
+	char (*labels)[WORKLOAD_LABEL];
 	struct row *rows = make_rows(v, &n);
-	char (*cells)[NCOLS][CELL];
+	char (*cells)[TABLE_NCOLS][CELL];
 
 	if (!rows)
 		return;
 	cells = malloc((n ? n : 1) * sizeof(*cells));
-	if (!cells) {
-		free(rows);
-		return;
+	labels = malloc((n ? n : 1) * sizeof(*labels));
+	if (!cells || !labels)
+		goto out;
+	for (int c = 0; c < TABLE_NCOLS; c++) {
+		snprintf(head[c], HEAD, "%s%s", heads[c],
+			 c == 0 && src && strcmp(src, "model") == 0 ? "~" : "");
+		fit->num[c] = max_sz(fit->num[c], strlen(head[c]));
 	}
-	for (int c = 0; c < NCOLS; c++)
-		w[c] = strlen(heads[c]);
+	fit->path = max_sz(fit->path, strlen("CGROUP"));
+	fit->wl = max_sz(fit->wl, strlen("WORKLOAD"));
 	for (size_t i = 0; i < n; i++) {
-		size_t pw = term_width(rows[i].n->path);
-
-		if (pw > pathw)
-			pathw = pw;
-		for (int c = 0; c < NCOLS; c++) {
+		fit->path = max_sz(fit->path, term_width(rows[i].n->path));
+		workload_label(&rows[i].n->wl, labels[i], sizeof(labels[i]));
+		fit->wl = max_sz(fit->wl, term_width(labels[i]));
+		for (int c = 0; c < TABLE_NCOLS; c++) {
 			format_cell(cells[i][c], &rows[i], c);
-			if (strlen(cells[i][c]) > w[c])
-				w[c] = strlen(cells[i][c]);
+			fit->num[c] = max_sz(fit->num[c], strlen(cells[i][c]));
 		}
 	}
+	fit_widths(fit, &pathw, &wlw);
+	if (fit->max_rows && n > fit->max_rows)
+		n = fit->max_rows;
 	fprintf(f, "%-*s", (int)pathw, "CGROUP");
-	for (int c = 0; c < NCOLS; c++)
-		fprintf(f, "  %*s", (int)w[c], heads[c]);
+	for (int c = 0; c < TABLE_NCOLS; c++)
+		fprintf(f, "  %*s", (int)fit->num[c], head[c]);
 	fputs("  WORKLOAD\n", f);
 	for (size_t i = 0; i < n; i++) {
-		fput_term(f, rows[i].n->path);
-		fprintf(f, "%*s", (int)(pathw - term_width(rows[i].n->path)), "");
-		for (int c = 0; c < NCOLS; c++)
-			fprintf(f, "  %*s", (int)w[c], cells[i][c]);
-		workload_label(&rows[i].n->wl, label, sizeof(label));
+		size_t w = fput_term_fit(f, rows[i].n->path, pathw, true);
+
+		fprintf(f, "%*s", (int)(pathw - w), "");
+		for (int c = 0; c < TABLE_NCOLS; c++)
+			fprintf(f, "  %*s", (int)fit->num[c], cells[i][c]);
 		fputs("  ", f);
-		fput_term(f, label);
+		fput_term_fit(f, labels[i], wlw, false);
 		fputc('\n', f);
 	}
+out:
+	free(labels);
 	free(cells);
 	free(rows);
 }

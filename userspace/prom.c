@@ -9,7 +9,6 @@
  * that the two views never mix in one query. Watts need an earlier sample
  * (the endpoint's previous read): --prometheus alone has none.
  */
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -159,19 +158,6 @@ static uint64_t shown(const struct view *v, const struct cg_node *n,
 	return v->hierarchical ? n->st.v[k] : n->own[k];
 }
 
-/* energy.info's key as a number; false when absent or not a number */
-static bool info_u64(const struct sample *s, const char *key, uint64_t *out)
-{
-	const char *val = info_get(&s->info, key);
-	char *end;
-
-	if (!val || *val < '0' || *val > '9')
-		return false;
-	errno = 0;
-	*out = strtoull(val, &end, 10);
-	return !errno && !*end;
-}
-
 /*
  * Seconds between the module samples that v->base and v->s were read
  * from, by the module's own clock; 0 when there is no such interval (no
@@ -181,8 +167,8 @@ static double watts_window(const struct view *v)
 {
 	uint64_t a, b;
 
-	if (!v->base || !info_u64(v->base, "last_sample_ns", &a) ||
-	    !info_u64(v->s, "last_sample_ns", &b) || b <= a)
+	if (!v->base || !info_u64(&v->base->info, "last_sample_ns", &a) ||
+	    !info_u64(&v->s->info, "last_sample_ns", &b) || b <= a)
 		return 0;
 	return (double)(b - a) / 1e9;
 }
@@ -310,18 +296,18 @@ static void info_families(FILE *f, const struct view *v)
 			strcmp(src, "model") == 0 ? "modelled" : "measured");
 	}
 	for (size_t m = 0; m < ARRAY_SIZE(health); m++) {
-		if (!info_u64(s, health[m].key, &x))
+		if (!info_u64(&s->info, health[m].key, &x))
 			continue;
 		prom_head(f, v, health[m].name, "counter", health[m].help);
 		prom_counter(f, health[m].name, NULL, NULL, x, 0);
 	}
-	if (info_u64(s, "last_sample_ns", &x) && s->mono_ns >= x) {
+	if (info_u64(&s->info, "last_sample_ns", &x) && s->mono_ns >= x) {
 		prom_head(f, v, "cgroup_energy_last_sample_age_seconds", "gauge",
 			  "Time since the module's last completed sample when the tree was read, seconds.");
 		fmt_exact(num, sizeof(num), s->mono_ns - x, 9);
 		prom_sample(f, "cgroup_energy_last_sample_age_seconds", NULL, NULL, num);
 	}
-	if (info_u64(s, "interval_ms", &x)) {
+	if (info_u64(&s->info, "interval_ms", &x)) {
 		prom_head(f, v, "cgroup_energy_interval_seconds", "gauge",
 			  "The module's sampling interval, seconds.");
 		fmt_exact(num, sizeof(num), x, 3);

@@ -217,6 +217,19 @@ const char *info_get(const struct info *info, const char *key)
 	return NULL;
 }
 
+/* energy.info's key as a number; false when absent or not a number */
+bool info_u64(const struct info *info, const char *key, uint64_t *out)
+{
+	const char *val = info_get(info, key);
+	char *end;
+
+	if (!val || *val < '0' || *val > '9')
+		return false;
+	errno = 0;
+	*out = strtoull(val, &end, 10);
+	return !errno && !*end;
+}
+
 void info_free(struct info *info)
 {
 	for (size_t i = 0; i < info->n; i++) {

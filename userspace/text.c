@@ -6,8 +6,10 @@
  *
  * Cgroup names are any bytes but '/' and NUL. Valid UTF-8 is printed as is;
  * on the terminal, control characters, backslashes and invalid bytes become
- * \xNN (backslash: \\), so a row is always one line; JSON and Prometheus need
- * valid UTF-8, so invalid bytes become U+FFFD there.
+ * \xNN (backslash: \\), so a row is always one line. JSON strings and
+ * Prometheus label values need valid UTF-8: there each byte that is not part
+ * of valid UTF-8 becomes the four characters \xNN (lower-case hex), so that
+ * names differing in such bytes stay distinct; valid UTF-8 is unchanged.
  */
 #include <stdio.h>
 #include <string.h>
@@ -153,6 +155,54 @@ void fput_term(FILE *f, const char *s)
 	term_walk(s, emit_file, f);
 }
 
+struct fit_walk {
+	FILE *f;
+	bool tail;	/* keep the tail (else the head) */
+	size_t total;	/* the whole string's width */
+	size_t room;	/* columns for the kept part */
+	size_t seen;	/* width walked so far */
+	size_t used;	/* width printed */
+};
+
+static void emit_fit(void *ctx, const char *p, size_t n, unsigned int w)
+{
+	struct fit_walk *c = ctx;
+	bool keep = c->tail ? c->total - c->seen <= c->room :
+			      c->used == c->seen && c->used + w <= c->room;
+
+	if (keep) {
+		fwrite(p, 1, n, c->f);
+		c->used += w;
+	}
+	c->seen += w;
+}
+
+/*
+ * Print s as fput_term does in at most width columns: as is when it fits,
+ * else "..." and its tail (tail) or its head and "..." (!tail), whole
+ * characters and escapes only. Returns the columns printed.
+ */
+size_t fput_term_fit(FILE *f, const char *s, size_t width, bool tail)
+{
+	struct fit_walk c = { .f = f, .tail = tail, .total = term_width(s) };
+
+	if (c.total <= width) {
+		fput_term(f, s);
+		return c.total;
+	}
+	if (width <= 3) {
+		fwrite("...", 1, width, f);
+		return width;
+	}
+	c.room = width - 3;
+	if (tail)
+		fputs("...", f);
+	term_walk(s, emit_fit, &c);
+	if (!tail)
+		fputs("...", f);
+	return c.used + 3;
+}
+
 void fput_json_string(FILE *f, const char *str)
 {
 	const unsigned char *s = (const unsigned char *)str;
@@ -164,7 +214,7 @@ void fput_json_string(FILE *f, const char *str)
 		size_t len = utf8_decode(s, n, &c);
 
 		if (len == 0) {
-			fputs("\\ufffd", f);
+			fprintf(f, "\\\\x%02x", *s);	/* \xNN, backslash escaped */
 			s++;
 			n--;
 			continue;
@@ -187,7 +237,10 @@ void fput_json_string(FILE *f, const char *str)
 	fputc('"', f);
 }
 
-/* Label value per the text exposition format: \\, \" and \n escaped. */
+/*
+ * Label value per the text exposition format: \\, \" and \n escaped, and
+ * an invalid byte as the value \xNN (written \\xNN).
+ */
 void fput_prom_label(FILE *f, const char *str)
 {
 	const unsigned char *s = (const unsigned char *)str;
@@ -198,7 +251,7 @@ void fput_prom_label(FILE *f, const char *str)
 		size_t len = utf8_decode(s, n, &c);
 
 		if (len == 0) {
-			fputs("\xef\xbf\xbd", f);	/* U+FFFD */
+			fprintf(f, "\\\\x%02x", *s);	/* \xNN, backslash escaped */
 			s++;
 			n--;
 			continue;

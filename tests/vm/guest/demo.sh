@@ -17,7 +17,7 @@ echo "# 6 s of work: a CPU burner, a 1 ms sleeper, a storm of short processes"
 "$W" -c "$CG/demo/burner" busy 6 &
 "$W" -c "$CG/demo/sleeper" sleeper 1000 6 &
 "$W" -c "$CG/demo/spawner" spawn 400 5000 &
-userspace/energystat -i 2 -n 2 -b demo
+userspace/energystat -d 2 -n 2 -b demo
 wait
 sleep 0.5
 echo
