@@ -163,25 +163,18 @@ struct cge_rec *cge_rec_get(u64 cgid, u64 parent_cgid)
 	return cge_root;
 }
 
-/*
- * Add @d, charged over the sampler interval @step, to @rec and all its
- * ancestors. cge_lock held.
- */
-void cge_rec_add(struct cge_rec *rec, const struct cge_delta *d,
-		 const struct cge_power_step *step)
+/* Add @d to @rec and all its ancestors. cge_lock held. */
+void cge_rec_add(struct cge_rec *rec, const struct cge_delta *d)
 {
-	u64 inc[CGE_POWER_NR];
 	struct cge_stat *st;
 	int i;
 
-	cge_power_charge(step, d->energy_uj, inc);
 	for (; rec; rec = rec->parent) {
 		st = &rec->st;
 		cge_time_add(&st->usage, d->usage_ns);
 		st->wakeups = cge_sat_add(st->wakeups, d->wakeups);
 		cge_time_add(&st->impact, d->impact_ns);
 		st->energy_uj = cge_sat_add(st->energy_uj, d->energy_uj);
-		cge_power_add(&st->power, step, inc);
 		for (i = 0; i < CGE_DOM_NR; i++)
 			st->dom_uj[i] = cge_sat_add(st->dom_uj[i], d->dom_uj[i]);
 	}

@@ -19,7 +19,6 @@
 #include "rapl_decode.h"
 #include "total.h"
 #include "systime.h"
-#include "power.h"
 
 /* One interval's charge to a cgroup: the sampler's delta. */
 struct cge_delta {
@@ -40,7 +39,6 @@ struct cge_stat {
 	struct cge_time_total impact;	/* CPU-µs equivalents */
 	u64 energy_uj;
 	u64 dom_uj[CGE_DOM_NR];
-	struct cge_power power;		/* of energy_uj */
 };
 
 /* Root-only totals. */
@@ -102,8 +100,7 @@ void cge_cgstate_exit(void);
 struct cge_rec *cge_rec_root(void);
 struct cge_rec *cge_rec_get(u64 cgid, u64 parent_cgid);
 struct cge_rec *cge_rec_find(u64 cgid);
-void cge_rec_add(struct cge_rec *rec, const struct cge_delta *d,
-		 const struct cge_power_step *step);
+void cge_rec_add(struct cge_rec *rec, const struct cge_delta *d);
 bool cge_cgstate_overflow(u64 cgid, u64 parent_cgid, u64 ns, u64 bg_ns,
 			  u32 wakeups, unsigned int pkg);
 struct llist_node *cge_cgstate_take_overflows(void);

@@ -51,18 +51,10 @@ static unsigned int cge_cap;
 /* The platform's energy (PSYS) of this sample not yet shared out. */
 static u64 cge_psys_left_uj;
 static unsigned int cge_psys_left_cpus;
-/* This sample's interval, for the power averages (power.c). */
-static struct cge_power_step cge_step;
 
 const struct cge_source *cge_sampler_source(void)
 {
 	return cge_source;
-}
-
-/* Where the power averages stand: the last sample's interval end. cge_lock. */
-u64 cge_sampler_interval_end(void)
-{
-	return cge_step.end_ns;
 }
 
 unsigned int cge_sampler_packages(void)
@@ -400,7 +392,7 @@ static void cge_retire(struct list_head *act, bool added)
 				.impact_ns = cge_rec_impact(rec),
 				.dom_uj[CGE_DOM_CORE] = rec->acc_core_uj,
 			};
-			cge_rec_add(rec, &t, &cge_step);
+			cge_rec_add(rec, &t);
 		}
 		rec->acc_ns = 0;
 		rec->acc_bg_ns = 0;
@@ -480,7 +472,7 @@ static noinline void cge_split_pkg(struct cge_pkg *pkg,
 
 	idle_uj = cge_share_energy(&e, idle_ns, busy_ns, sys, n, sys_uj);
 	for (i = 0; i < n; i++)
-		cge_rec_add(cge_recs[i], &cge_delta[i], &cge_step);
+		cge_rec_add(cge_recs[i], &cge_delta[i]);
 	cge_retire(act, room);
 	rs->total_uj = cge_sat_add(rs->total_uj, e.headline_uj);
 	rs->idle_uj = cge_sat_add(rs->idle_uj, idle_uj);
@@ -520,7 +512,6 @@ static void cge_sample_locked(void)
 
 	lockdep_assert_held(&cge_lock);
 	cge_params_coefs(&cge_k);
-	cge_power_step(&cge_step, cge_step.end_ns, now);
 	if (now >= cge_reap_due_ns) {
 		cge_cgstate_reap();
 		cge_reap_due_ns = now + CGE_REAP_MS * NSEC_PER_MSEC;
@@ -701,7 +692,6 @@ int cge_sampler_init(void)
 	ret = cge_systime_init();
 	if (ret)
 		goto err;
-	cge_step.end_ns = ktime_get_ns();
 	INIT_DELAYED_WORK(&cge_work, cge_sample_fn);
 	queue_delayed_work(cge_unbound_wq, &cge_work,
 			   msecs_to_jiffies(READ_ONCE(cge_interval_ms)));
