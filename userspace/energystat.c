@@ -417,18 +417,20 @@ static size_t env_size(const char *name)
 
 /*
  * The terminal's size as the table fits it: TIOCGWINSZ on standard output,
- * else $COLUMNS and $LINES, else 80 x 24.
+ * else $COLUMNS and $LINES, else 80 x 24 on a terminal; output to a pipe or
+ * a file without $COLUMNS is not cut (a script's grep finds whole paths).
  */
 static void term_size(size_t *cols, size_t *rows)
 {
 	struct winsize ws = { 0 };
+	bool tty = isatty(STDOUT_FILENO);
 
 	if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) != 0)
 		memset(&ws, 0, sizeof(ws));
 	*cols = ws.ws_col ? ws.ws_col : env_size("COLUMNS");
 	*rows = ws.ws_row ? ws.ws_row : env_size("LINES");
 	if (!*cols)
-		*cols = 80;
+		*cols = tty ? 80 : SIZE_MAX;
 	if (!*rows)
 		*rows = 24;
 }
@@ -442,7 +444,12 @@ static int run_static(const struct opts *o, const struct tree *t, struct diag *d
 	size_t rows;
 	int rc;
 
-	if (sample_take(t, &s, d) != TREE_OK)
+	rc = sample_take(t, &s, d);
+	if (rc == TREE_TORN)
+		diag_msg("every read of the tree straddled one of the module's "
+			 "samples: counters read so would look reset to "
+			 "Prometheus; nothing shown");
+	if (rc != TREE_OK)
 		return EXIT_NOTHING;
 	term_size(&fit.cols, &rows);
 	v.s = &s;
@@ -745,6 +752,8 @@ int main(int argc, char **argv)
 		return EXIT_NOTHING;
 	}
 	rc = setup_tree(&o, &t, root, &d);
+	/* Prometheus takes a counter that went down for a reset */
+	t.exact = o.fmt == FMT_PROM || o.listen;
 	if (rc < 0 && o.listen) {
 		rc = serve(&t, &o.addr, o.any_addr, o.hierarchical);
 	} else if (rc < 0 && o.output) {

@@ -72,13 +72,15 @@ struct tree {
 	int max_depth;		/* -1: unlimited */
 	char **paths;		/* normalized cgroup paths to show ("/", "/a/b") */
 	size_t npaths;
-	uint64_t timeout_ns;	/* a walk longer than this stops: 0, none */
+	uint64_t deadline_ns;	/* CLOCK_MONOTONIC: walks stop there; 0, none */
+	bool exact;		/* a read must fall between two module samples */
 };
 
 enum tree_rc {
 	TREE_OK,
 	TREE_FATAL,		/* message printed; nothing can be shown */
-	TREE_LATE,		/* the walk took longer than timeout_ns */
+	TREE_LATE,		/* the walk passed deadline_ns */
+	TREE_TORN,		/* exact: every read straddled a module sample */
 };
 
 char *path_normalize(const char *in);	/* NULL on '..' above the root */

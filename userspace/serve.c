@@ -149,14 +149,21 @@ static enum MHD_Result scrape(struct server *sv, struct MHD_Connection *c)
 				  "energystat: earlier scrapes still reading the tree after "
 				  STR(SCRAPE_TIMEOUT_S) " s\n", NULL);
 	d.limit = sv->first ? DIAG_FIRST : 0;
-	sv->t.timeout_ns = deadline - mono_ns();
-	rc = sample_take(&sv->t, &cur, &d);
+	/* the scrape's own deadline: the walks, retried, all end there */
+	sv->t.deadline_ns = deadline;
+	sv->t.exact = true;
+	rc = mono_ns() >= deadline ? TREE_LATE : sample_take(&sv->t, &cur, &d);
 	sv->first = false;
 	if (rc != TREE_OK) {
 		pthread_mutex_unlock(&sv->lock);
-		return reply_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, rc == TREE_LATE ?
+		return reply_text(c, MHD_HTTP_SERVICE_UNAVAILABLE,
+				  rc == TREE_LATE ?
 				  "energystat: reading the tree took longer than "
 				  STR(SCRAPE_TIMEOUT_S) " s\n" :
+				  rc == TREE_TORN ?
+				  "energystat: every read of the tree in "
+				  STR(SCRAPE_TIMEOUT_S) " s straddled one of the "
+				  "module's samples\n" :
 				  "energystat: cannot read the tree (see energystat's "
 				  "standard error)\n", NULL);
 	}

@@ -23,6 +23,7 @@
 #define MODULE_SYSFS	"/sys/module/" CGE_MODULE_NAME
 #define MSG_PATH	512	/* escaped paths in messages */
 #define TAKE_TRIES	3	/* walks to get one between two module samples */
+#define TAKE_TRIES_EXACT 20	/* the same, when a straddling one is refused */
 
 /* "/" or "/a/b" from any spelling; NULL when ".." climbs above the top. */
 char *path_normalize(const char *in)
@@ -467,20 +468,24 @@ static enum tree_rc sample_read(const struct tree *t, struct sample *s,
 	char file[MSG_PATH + 16];
 	size_t len;
 
+	char ipath[PATH_MAX + 32];
+
 	memset(s, 0, sizeof(*s));
 	s->mono_ns = now_ns(CLOCK_MONOTONIC);
 	s->real_ns = now_ns(CLOCK_REALTIME);
+	/*
+	 * energy.info first: its last_sample_ns, the same again after the
+	 * walk (same_module_sample()), then covers every file read, the
+	 * root's included.
+	 */
+	snprintf(ipath, sizeof(ipath), "%s/%s", t->root, CGE_INFO_FILE);
+	if (read_small_file(ipath, buf, sizeof(buf), &len) == 0)
+		info_parse(buf, len, &s->info);
 	if (read_root(t, buf, &len) < 0)
 		return TREE_FATAL;
 	esc_term(file, MSG_PATH, *t->root ? t->root : "");
 	strcat(file, "/" CGE_STAT_FILE);
 	parse_reported(d, file, buf, len, &s->root);
-
-	char ipath[PATH_MAX + 32];
-
-	snprintf(ipath, sizeof(ipath), "%s/%s", t->root, CGE_INFO_FILE);
-	if (read_small_file(ipath, buf, sizeof(buf), &len) == 0)
-		info_parse(buf, len, &s->info);
 
 	w = malloc(sizeof(*w));
 	if (!w) {
@@ -491,7 +496,7 @@ static enum tree_rc sample_read(const struct tree *t, struct sample *s,
 	w->s = s;
 	w->d = d;
 	w->rootlen = strlen(t->root);
-	w->deadline = t->timeout_ns ? s->mono_ns + t->timeout_ns : 0;
+	w->deadline = t->deadline_ns;
 	w->late = false;
 	for (size_t i = 0; i < t->npaths && !w->late; i++) {
 		const char *p = t->paths[i];
@@ -555,8 +560,10 @@ static bool same_module_sample(const struct tree *t, const struct sample *s)
  * A sample read between two of the module's samples (energy.info's
  * last_sample_ns the same after the walk as before it), so that a parent
  * and its children count the same intervals and own values (series.c) are
- * exact: up to TAKE_TRIES walks, then the last one (series_own clamps what
- * does not add up and counts it in s->torn).
+ * exact: up to TAKE_TRIES walks (TAKE_TRIES_EXACT with t->exact), or with
+ * t->deadline_ns as many as fit before it. Then, t->exact, TREE_TORN (a counter read across a sample
+ * would go down at the next read: a counter reset to Prometheus); else the
+ * last walk (series_own clamps what does not add up, counted in s->torn).
  */
 enum tree_rc sample_take(const struct tree *t, struct sample *s, struct diag *d)
 {
@@ -567,8 +574,15 @@ enum tree_rc sample_take(const struct tree *t, struct sample *s, struct diag *d)
 			sample_free(s);
 			return rc;
 		}
-		if (i == TAKE_TRIES || same_module_sample(t, s))
+		if (same_module_sample(t, s))
 			break;
+		if (t->deadline_ns ? now_ns(CLOCK_MONOTONIC) >= t->deadline_ns :
+		    i == (t->exact ? TAKE_TRIES_EXACT : TAKE_TRIES)) {
+			if (!t->exact)
+				break;
+			sample_free(s);
+			return TREE_TORN;
+		}
 		sample_free(s);
 	}
 	s->torn = series_own(s);
