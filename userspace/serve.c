@@ -258,6 +258,21 @@ const char *listen_parse(const char *arg, struct sockaddr_storage *ss,
 	return "ADDR must be an IPv4 address or an IPv6 address in brackets";
 }
 
+static struct MHD_Daemon *start(unsigned int flags,
+				const struct sockaddr_storage *ss,
+				struct server *sv)
+{
+	return MHD_start_daemon(flags,
+				ntohs(((const struct sockaddr_in *)ss)->sin_port),
+				NULL, NULL, handle, sv,
+				MHD_OPTION_SOCK_ADDR, ss,
+				MHD_OPTION_CONNECTION_LIMIT,
+				(unsigned int)MAX_CONNECTIONS,
+				MHD_OPTION_CONNECTION_TIMEOUT,
+				(unsigned int)IDLE_TIMEOUT_S,
+				MHD_OPTION_END);
+}
+
 /* Serve until SIGINT or SIGTERM; returns an exit status. */
 int serve(const struct tree *t, const struct sockaddr_storage *ss, bool any,
 	  bool hierarchical)
@@ -280,12 +295,19 @@ int serve(const struct tree *t, const struct sockaddr_storage *ss, bool any,
 	pthread_sigmask(SIG_BLOCK, &stop, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	pthread_mutex_init(&sv.lock, NULL);
-	daemon = MHD_start_daemon(flags, ntohs(((const struct sockaddr_in *)ss)->sin_port),
-				  NULL, NULL, handle, &sv,
-				  MHD_OPTION_SOCK_ADDR, ss,
-				  MHD_OPTION_CONNECTION_LIMIT, (unsigned int)MAX_CONNECTIONS,
-				  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)IDLE_TIMEOUT_S,
-				  MHD_OPTION_END);
+	errno = 0;
+	daemon = start(flags, ss, &sv);
+	if (!daemon && any) {
+		/* a host without IPv6 (ipv6.disable=1): every IPv4 address */
+		struct sockaddr_in v4 = {
+			.sin_family = AF_INET,
+			.sin_port = ((const struct sockaddr_in *)ss)->sin_port,
+			.sin_addr.s_addr = htonl(INADDR_ANY),
+		};
+
+		daemon = start(flags & ~MHD_USE_DUAL_STACK,
+			       (const struct sockaddr_storage *)&v4, &sv);
+	}
 	if (!daemon) {
 		diag_msg("cannot listen on the address of --listen: %s",
 			 strerror(errno ? errno : EADDRINUSE));
