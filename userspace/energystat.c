@@ -700,6 +700,7 @@ static int run_live(const struct opts *o, const struct tree *t, struct diag *d)
 static char *output_open(const char *file)
 {
 	char *tmp = malloc(strlen(file) + sizeof(".XXXXXX"));
+	mode_t mask;
 	int fd;
 
 	if (!tmp) {
@@ -708,7 +709,10 @@ static char *output_open(const char *file)
 	}
 	sprintf(tmp, "%s.XXXXXX", file);
 	fd = mkstemp(tmp);
-	if (fd < 0 || fchmod(fd, 0644) != 0 || fflush(stdout) != 0 ||
+	/* mkstemp's 0600, widened to what the umask lets a new file have */
+	mask = umask(0);
+	umask(mask);
+	if (fd < 0 || fchmod(fd, 0666 & ~mask) != 0 || fflush(stdout) != 0 ||
 	    dup2(fd, STDOUT_FILENO) < 0) {
 		diag_msg("cannot write %s: %s", tmp, strerror(errno));
 		if (fd >= 0) {
