@@ -185,10 +185,16 @@ def test_per_core_energy(hw):
     intervals = r['idle_phase_samples']
     reads = {int(k): v for k, v in r['idle_phase_reads'].items()}
     # only CPU 0 busy: its core read at each interval; the cores of CPUs 2
-    # and 3 only in intervals they ran something (per-CPU kernel threads:
-    # 4 to 10 of 21 samples in tests/results/rapl-emu.jsonl)
+    # and 3 only in intervals they ran something: never more often than
+    # their CPUs switched to a task (the kernel's count; per-CPU kernel
+    # threads: 3 to 11 reads of 21 samples, 17 and 21 on 6.12-rt, where
+    # they switch hundreds of times, against 4 to 12 on 6.1). Their
+    # count starts a few ms after the phase's first sample: 2 more. A
+    # module that woke them by IPI to drain them would read them in every
+    # interval with no switch
     assert reads[r['lo_core']] >= 0.8 * intervals, r
-    assert all(reads[k] < 0.5 * intervals for k in r['hi_cores']), r
+    picks = {int(k): v for k, v in r['idle_phase_picks'].items()}
+    assert all(reads[k] <= picks[k] + 2 for k in r['hi_cores']), r
     assert r['read_errors'] == 0, r
 
 

@@ -96,17 +96,38 @@ def running(cgs, timeout=60):
         time.sleep(0.05)
 
 
-def inside(rels, loads, secs=3):
+SCHEDSTATS = Path('/proc/sys/kernel/sched_schedstats')
+
+
+def task_picks():
+    """{cpu: times it switched to a task (not idle)}: /proc/schedstat's
+    sched_count less sched_goidle (the 3rd and 4th fields of its cpuN
+    line), counted while SCHEDSTATS is 1."""
+    out = {}
+    for line in Path('/proc/schedstat').read_text().splitlines():
+        f = line.split()
+        if f and f[0].startswith('cpu') and f[0][3:].isdigit():
+            out[int(f[0][3:])] = int(f[3]) - int(f[4])
+    return out
+
+
+def inside(rels, loads, secs=3, picks=False):
     """Start @loads [(cgroup, cpu)] of busy loops, and return two
     next_sample() snapshots of @rels with the emulator's record, @secs
     apart, both while the loops run (they have started and would spin 2 s
-    longer; they are stopped after @b): a window with no idle edges."""
+    longer; they are stopped after @b): a window with no idle edges. With
+    @picks, each snapshot's 'picks' are task_picks() read after it, from
+    just after the sample it follows."""
     ws = [W.start(cg, 'busy', secs + 2, cpu=cpu) for cg, cpu in loads]
     cgs = {cg for cg, _ in loads}
     running(cgs)
     a = next_sample(rels, extra=truth)
+    if picks:
+        a['picks'] = task_picks()
     time.sleep(secs)
     b = next_sample(rels, extra=truth)
+    if picks:
+        b['picks'] = task_picks()
     W.stop(ws, cgs)
     return a, b
 
@@ -300,7 +321,11 @@ def s_cores(ctx):
     with housekeeping_on_cpu0():
         a, b = inside(['', 'hi', 'lo'], [('hi', 2), ('hi', 3), ('lo', 0)],
                       2)
-        b2, c = inside(['', 'hi', 'lo'], [('lo', 0)], 2)
+        SCHEDSTATS.write_text('1\n')
+        try:
+            b2, c = inside(['', 'hi', 'lo'], [('lo', 0)], 2, picks=True)
+        finally:
+            SCHEDSTATS.write_text('0\n')
     ta, tb, tc = a['extra'], b2['extra'], c['extra']
     return {'hi_cores': hi, 'lo_core': lo,
             'cores': sorted(counters(tb, 'core')),
@@ -308,6 +333,12 @@ def s_cores(ctx):
             'lo_core_uj': delta(a, b, 'lo', 'core_uj'),
             'hi_truth_uj': sum(core_uj(ta, b['extra'], k) for k in hi),
             'lo_truth_uj': core_uj(ta, b['extra'], lo),
+            # per core, the times its CPUs switched to a task in the
+            # idle phase: its reads can be no more
+            'idle_phase_picks': {
+                k: sum(c['picks'][n] - b2['picks'][n]
+                       for n in range(os.cpu_count()) if core_of(n) == k)
+                for k in counters(tc, 'core')},
             'idle_phase_samples': c['info']['samples'] -
             b2['info']['samples'],
             'idle_phase_reads': {k: v['reads'] - tb[('core', k)]['reads']
