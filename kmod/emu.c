@@ -200,6 +200,8 @@ MODULE_PARM_DESC(emu_fail_every, "test build: every N-th energy counter read fai
  * @rem: emitted below a unit, in 2^(esu-12) pJ
  * @read: @units at the last good read, rounded down to the counter step
  * @reads: good reads
+ * @max_step: the largest advance of @read from one good read to the next:
+ *	      2^32 or more is a wrap no reader could see
  * @base: @units at the last restart, rounded down to the step; the
  *	  register holds (@read - @base) mod 2^32
  * @restarts: restarts at resume
@@ -210,7 +212,7 @@ MODULE_PARM_DESC(emu_fail_every, "test build: every N-th energy counter read fai
  * @failed: reads that faulted by emu_fail_every
  */
 struct cge_emu_ctr {
-	u64 units, rem, read, reads, base;
+	u64 units, rem, read, reads, max_step, base;
 	u64 restarts, gap_from, gap, failed;
 	bool gap_open;
 };
@@ -487,12 +489,15 @@ static struct cge_emu_ctr *cge_emu_find(unsigned int cpu, u32 msr, int *dom)
 /* A read of @c; every emu_fail_every-th read faults, returning nothing. */
 static int cge_emu_read(struct cge_emu_ctr *c, u32 esu, u64 *val)
 {
+	u64 prev = c->read;
+
 	if (emu_fail_every && ++cge_emu_counter_reads % emu_fail_every == 0) {
 		c->failed++;
 		return -EIO;
 	}
 	c->read = round_down(c->units, 1ULL << (esu - 6));
 	c->reads++;
+	c->max_step = max(c->max_step, c->read - prev);
 	if (c->gap_open) {
 		c->gap += c->read - c->gap_from;
 		c->gap_open = false;
@@ -602,8 +607,8 @@ static struct platform_driver cge_emu_driver = {
 
 static void cge_emu_show_ctr(struct seq_file *m, struct cge_emu_ctr *c)
 {
-	seq_printf(m, "emitted %llu read %llu reads %llu", c->units, c->read,
-		   c->reads);
+	seq_printf(m, "emitted %llu read %llu reads %llu max_step %llu",
+		   c->units, c->read, c->reads, c->max_step);
 }
 
 static void cge_emu_show_faults(struct seq_file *m, struct cge_emu_ctr *c)
@@ -661,8 +666,10 @@ static void cge_emu_show_cores(struct seq_file *m)
  * debugfs cgroup_energy_emu/truth, as of now (counters in units, unwrapped;
  * packages numbered in the order their first CPU was seen online):
  *   profile NAME
- *   pkg K DOMAIN esu E emitted X read Y reads Z restarts R gap G failed F
- *   core C esu E emitted X read Y reads Z remote M restarts R gap G failed F
+ *   pkg K DOMAIN esu E emitted X read Y reads Z max_step S restarts R gap G
+ *	failed F
+ *   core C esu E emitted X read Y reads Z max_step S remote M restarts R
+ *	gap G failed F
  *   cpu N pkg K busy_ns B uj U
  * core: per-core counters, C its lowest CPU; cpu: each online CPU's busy
  * time and energy (idle and dynamic, scaled) since it was first seen.

@@ -192,13 +192,22 @@ def s_conservation_hw(ctx):
                                                            'pkg').items()}}
 
 
+# Power scale of s_wrap: the fastest counter wraps about every second (AMD's
+# package, 2^-16 J, 28 W: 65,536 J per wrap, 1.2 s at 2,000 times; Intel's
+# PSYS, 2^-14 J: 1-2 s at 10,000 times). At 10,000 times AMD's package wrapped
+# every 0.23 s, and on 6.1-rt a reading of it once missed a wrap (CI, 4f269bf).
+WRAP_SCALE = {'amd-zen': 2000}
+
+
 def s_wrap(ctx):
-    """Power times 10,000: the 32-bit counters wrap every second or two.
+    """Power scaled up until the 32-bit counters wrap every second or so.
     Reloaded so; conservation against the emulator holds across them. A
     busy loop on each core (CPUs 0 and 2 of 4 on AMD), so that every core
-    counter is read every interval."""
+    counter is read every interval. max_step: the largest advance of any
+    counter between two of the module's reads, in wraps (1 or more is a
+    wrap no reader can see)."""
     unload()
-    load('emu_scale=10000')
+    load(f'emu_scale={WRAP_SCALE.get(PROFILE, 10000)}')
     mkcg('wrap')
     cpus = sorted({core_of(c) for c in range(os.cpu_count())}) \
         if PROFILE == 'amd-zen' else [0]
@@ -213,8 +222,11 @@ def s_wrap(ctx):
     ctrs = [(k, v['read']) for k, v in counters(tb, 'pkg').items()] + [
         (('core', c), v['read']) for c, v in counters(tb, 'core').items()]
     crossed = sum((r >> 32) - (ta[k]['read'] >> 32) for k, r in ctrs)
+    steps = [v['max_step'] for v in counters(tb, 'pkg').values()] + [
+        v['max_step'] for v in counters(tb, 'core').values()]
     return {'wraps': b['info']['counter_wraps'] - a['info']['counter_wraps'],
             'crossed': crossed,
+            'max_step': round(max(steps) / (1 << 32), 3),
             'module_uj': rb['total_uj'] - ra['total_uj'],
             'hw_uj': headline_uj(tb) - headline_uj(ta),
             'conserved': conservation_ok(rb)}
