@@ -7,8 +7,9 @@ marked `vm` automatically (`-m "not vm"` runs the host tests only).
 
 Fixtures:
   vm          module-scoped runner: vm.run(commands, flavour=None, **kw) ->
-              harness.VMResult (one boot per distinct call per test module:
-              identical calls are memoised, errors included);
+              harness.VMResult (one boot per distinct call in the session:
+              identical calls are memoised, errors included, so that test
+              modules can share a boot);
               vm.build_module(flavour), vm.build_external(src_dir, flavour)
   vm_flavour  parametrised over the selected flavours (module scope)
   cge_ko      path of cgroup_energy.ko built for vm_flavour
@@ -90,12 +91,14 @@ def pytest_runtest_setup(item):
 
 
 class VM:
-    """Boots guests for one test module; identical runs are memoised."""
+    """Boots guests for one test module; identical runs are memoised for the
+    whole session (workload.engine_boot: test_impact and test_engine)."""
+
+    _memo = {}
 
     def __init__(self, config):
         self.flavour = selected_flavours(config)[0]
         self.timeout = config.getoption('cge_vm_timeout')
-        self._memo = {}
 
     def run(self, commands, flavour=None, **kw):
         flavour = flavour or self.flavour

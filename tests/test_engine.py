@@ -1,20 +1,19 @@
 # SPDX-License-Identifier: GPL-2.0
 """Core engine in a VM: the energy split, hierarchy, lifetime, overflow,
 permissions, namespaces, bad input, churn, hotplug, quiet CPUs, unload. One
-boot runs tests/vm/guest/guest_engine.py; each test asserts on one
+boot runs tests/vm/guest/guest_engine.py, after test_impact's script
+(workload.engine_boot); each test asserts on one
 scenario's measurements, with numeric tolerances.  usage_usec against
 cpu.stat on quiet cgroups (busy, sleeper, SCHED_FIFO, short-lived) is
 tests/test_accuracy.py's, which the vm stage runs on every kernel too."""
 import json
-import os
 import subprocess
 
 import pytest
 
 import need
-from workload import cgwork, close, guest_json, ok
+from workload import close, engine_boot, guest_json, ok
 
-CHURN = int(os.environ.get('CGE_CHURN', 10000))
 # /proc/stat against the module's irq, softirq and steal time over one window:
 # each /proc/stat line is floored to USER_HZ (10 ms), and at each end the
 # kernel's per-tick counters can move by a tick (4 ms at HZ=250) on each of
@@ -24,11 +23,7 @@ TOL_SYS_US = 10_000 + 2 * 2 * 4_000
 
 @pytest.fixture(scope='module')
 def res(vm, vm_flavour, cge_ko):
-    tool = cgwork()
-    r = vm.run({'run': f'CGE_CHURN={CHURN} /usr/bin/python3 '
-                f'tests/vm/guest/guest_engine.py {cge_ko} {tool}'},
-               flavour=vm_flavour, timeout=1200)
-    return guest_json(r)
+    return guest_json(engine_boot(vm, vm_flavour, cge_ko), 'engine')
 
 
 def test_per_cpu_state_is_allocated(cge_ko):

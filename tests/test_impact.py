@@ -3,16 +3,14 @@
 against split=time, runtime coefficient changes, bad coefficients."""
 import pytest
 
-from workload import cgwork, guest_json, ok
+from workload import engine_boot, guest_json, ok
 
 WAKEUP_USEC = 200          # kcpu_wakeups 2e-4 s
 
 
 @pytest.fixture(scope='module')
 def res(vm, vm_flavour, cge_ko):
-    r = vm.run({'run': f'/usr/bin/python3 tests/vm/guest/guest_impact.py '
-                f'{cge_ko} {cgwork()}'}, flavour=vm_flavour, timeout=900)
-    return guest_json(r)
+    return guest_json(engine_boot(vm, vm_flavour, cge_ko), 'impact')
 
 
 def per_usec(s):
@@ -99,3 +97,11 @@ def test_bad_coefficients_refused(res):
         assert not p['accepted'] and p['err'] == 'Invalid argument', what
         assert p['kept'], what
     assert any('refused kcpu_time=abc' in ln for ln in r['dmesg'])
+
+
+def test_leaves_a_guest_without_cgroups(res):
+    # guest_engine.py runs next in the same boot and expects none (its
+    # energy.info check of a fresh guest); the script made 6: two pairs
+    # side by side, 'bg' and 'coef'
+    r = ok(res, 's_remove_cgroups')
+    assert r['left'] == [] and r['removed'] == 6, r

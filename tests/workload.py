@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0
 """Shared by the VM tests: build the cgwork workload helper (host gcc; the
 guest runs it over 9p), read a guest script's results, compare figures."""
+import os
 import subprocess
 from pathlib import Path
 
@@ -15,6 +16,23 @@ def cgwork():
         subprocess.run(['gcc', '-O2', '-Wall', '-Wextra', '-Werror', '-o',
                         str(OUT), str(SRC)], check=True)
     return OUT
+
+
+# cgroups test_engine's churn creates and removes
+ENGINE_CHURN = int(os.environ.get('CGE_CHURN', 10000))
+
+
+def engine_boot(vm, flavour, ko):
+    """One boot per flavour for guest_impact.py and then guest_engine.py:
+    test_impact reads 'impact', test_engine 'engine' (vm.run memoises the
+    boot across the two modules). Each script loads and unloads the module
+    itself; the engine's suspend and hotplug scenarios come after impact's."""
+    tool = cgwork()
+    return vm.run({'impact': f'/usr/bin/python3 tests/vm/guest/guest_impact.py '
+                   f'{ko} {tool}',
+                   'engine': f'CGE_CHURN={ENGINE_CHURN} /usr/bin/python3 '
+                   f'tests/vm/guest/guest_engine.py {ko} {tool}'},
+                  flavour=flavour, timeout=1800)
 
 
 def guest_json(result, name='run'):

@@ -332,6 +332,21 @@ def s_unload(ctx):
     return {}
 
 
+def s_remove_cgroups(ctx):
+    """After s_unload, when another script runs next in the same boot:
+    remove every cgroup (children first), so that it starts on a guest with
+    none, as after boot. Lists any that could not be removed."""
+    dirs = sorted((p for p in CG.rglob('*') if p.is_dir()),
+                  key=lambda p: len(p.parts), reverse=True)
+    left = []
+    for d in dirs:
+        try:
+            d.rmdir()
+        except OSError as e:
+            left.append(f'{d.relative_to(CG)}: {e.strerror}')
+    return {'removed': len(dirs) - len(left), 'left': left}
+
+
 def dmesg():
     return sh('dmesg').stdout
 

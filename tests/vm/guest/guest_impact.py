@@ -5,8 +5,8 @@ Prints one line 'CGE-RESULT {json}'."""
 import time
 
 from common import (EN, Work, dmesg, freeze, get_param, info, main_args,
-                    mkcg, s_unload, scenarios, set_param, settle, sh,
-                    snapshot, stat)
+                    mkcg, s_remove_cgroups, s_unload, scenarios, set_param,
+                    settle, sh, snapshot, stat)
 
 KO, CGWORK = main_args()
 W = Work(CGWORK)
@@ -108,4 +108,5 @@ def s_bad_coefficients(ctx):
 
 if __name__ == '__main__':
     scenarios([s_load, s_split_impact, s_split_time, s_background,
-               s_coefficient_change, s_bad_coefficients, s_unload], {})
+               s_coefficient_change, s_bad_coefficients, s_unload,
+               s_remove_cgroups], {})
