@@ -22,6 +22,14 @@
 #define CGE_KEY_ENERGY_UJ	"energy_uj"
 #define CGE_KEY_WAKEUPS		"wakeups"
 #define CGE_KEY_IMPACT_USEC	"impact_usec"
+/*
+ * Also in every directory: the power of energy_uj, mW, averaged over 10 s,
+ * 60 s and 300 s as the kernel's pressure (PSI) averages are: gauges, where
+ * every other key is a counter.
+ */
+#define CGE_KEY_POWER_AVG10_MW	"power_avg10_mw"
+#define CGE_KEY_POWER_AVG60_MW	"power_avg60_mw"
+#define CGE_KEY_POWER_AVG300_MW	"power_avg300_mw"
 
 /* per RAPL domain keys, present only for the domains the source measures */
 #define CGE_KEY_PACKAGE_UJ	"package_uj"

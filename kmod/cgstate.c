@@ -81,7 +81,6 @@ static struct cge_rec *cge_rec_alloc(u64 cgid, struct cgroup *cgrp,
 	rec->cgid = cgid;
 	rec->cgrp = cgrp;
 	rec->parent = parent;
-	INIT_LIST_HEAD(&rec->active);
 	if (parent)
 		parent->nr_children++;
 	list_add_tail(&rec->all, &cge_all);
@@ -163,18 +162,25 @@ struct cge_rec *cge_rec_get(u64 cgid, u64 parent_cgid)
 	return cge_root;
 }
 
-/* Add @d to @rec and all its ancestors. cge_lock held. */
-void cge_rec_add(struct cge_rec *rec, const struct cge_delta *d)
+/*
+ * Add @d, charged over the sampler interval @step, to @rec and all its
+ * ancestors. cge_lock held.
+ */
+void cge_rec_add(struct cge_rec *rec, const struct cge_delta *d,
+		 const struct cge_power_step *step)
 {
+	u64 inc[CGE_POWER_NR];
 	struct cge_stat *st;
 	int i;
 
+	cge_power_charge(step, d->energy_uj, inc);
 	for (; rec; rec = rec->parent) {
 		st = &rec->st;
 		cge_time_add(&st->usage, d->usage_ns);
 		st->wakeups = cge_sat_add(st->wakeups, d->wakeups);
 		cge_time_add(&st->impact, d->impact_ns);
 		st->energy_uj = cge_sat_add(st->energy_uj, d->energy_uj);
+		cge_power_add(&st->power, step, inc);
 		for (i = 0; i < CGE_DOM_NR; i++)
 			st->dom_uj[i] = cge_sat_add(st->dom_uj[i], d->dom_uj[i]);
 	}
@@ -249,18 +255,19 @@ struct llist_node *cge_cgstate_take_overflows(void)
 }
 
 /**
- * cge_rec_take_overflow() - move @rec's overflow charges on @pkg's CPUs
- * into its interval accumulators
+ * cge_rec_take_overflow() - take @rec's overflow charges on @pkg's CPUs
  * @rec: a record from cge_cgstate_take_overflows()
  * @pkg: the package being sampled
+ * @ns: their CPU time
+ * @bg_ns: the part of it at background QoS
+ * @wakeups: their wakeups
  *
  * Return: true if there were any.
  */
-bool cge_rec_take_overflow(struct cge_rec *rec, unsigned int pkg)
+bool cge_rec_take_overflow(struct cge_rec *rec, unsigned int pkg, u64 *ns,
+			   u64 *bg_ns, u32 *wakeups)
 {
 	struct cge_ovf *o;
-	u64 bg, ns;
-	u32 wakeups;
 
 	/* Slot 0 holds the charges of packages beyond the slots. */
 	if (pkg >= cge_ovf_slots)
@@ -270,13 +277,10 @@ bool cge_rec_take_overflow(struct cge_rec *rec, unsigned int pkg)
 	 * The probe adds ns before bg_ns: taking bg_ns first keeps a charge
 	 * that lands in between from giving more background than time.
 	 */
-	bg = atomic64_xchg(&o->bg_ns, 0);
-	ns = atomic64_xchg(&o->ns, 0);
-	wakeups = atomic_xchg(&o->wakeups, 0);
-	rec->acc_ns += ns;
-	rec->acc_bg_ns += bg;
-	rec->acc_wakeups += wakeups;
-	return ns || wakeups;
+	*bg_ns = atomic64_xchg(&o->bg_ns, 0);
+	*ns = atomic64_xchg(&o->ns, 0);
+	*wakeups = atomic_xchg(&o->wakeups, 0);
+	return *ns || *wakeups;
 }
 
 /*
@@ -323,7 +327,7 @@ void cge_cgstate_reap(void)
 	list_for_each_entry_safe(rec, tmp, &cge_grave, all) {
 		if (!poll_state_synchronize_rcu(rec->gp_cookie) ||
 		    test_bit(CGE_OVF_QUEUED, &rec->ovf_queued) ||
-		    cge_rec_ovf_pending(rec) || !list_empty(&rec->active))
+		    cge_rec_ovf_pending(rec) || rec->acc_idx)
 			continue;
 		list_del(&rec->all);
 		cge_rec_free(rec);

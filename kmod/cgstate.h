@@ -19,6 +19,7 @@
 #include "rapl_decode.h"
 #include "total.h"
 #include "systime.h"
+#include "power.h"
 
 /* One interval's charge to a cgroup: the sampler's delta. */
 struct cge_delta {
@@ -39,6 +40,7 @@ struct cge_stat {
 	struct cge_time_total impact;	/* CPU-µs equivalents */
 	u64 energy_uj;
 	u64 dom_uj[CGE_DOM_NR];
+	struct cge_power power;		/* of energy_uj */
 };
 
 /* Root-only totals. */
@@ -72,7 +74,6 @@ struct cge_ovf {
 struct cge_rec {
 	struct hlist_node hnode;	/* cge_hash, RCU */
 	struct list_head all;		/* every record, cge_lock */
-	struct list_head active;	/* charged this interval, sampler */
 	struct llist_node ovf_node;	/* has overflow charges pending */
 	unsigned long ovf_queued;
 	u64 cgid;
@@ -81,10 +82,11 @@ struct cge_rec {
 	unsigned int nr_children;
 	unsigned int dead_passes;
 	unsigned long gp_cookie;	/* RCU state when unhashed */
-	u64 acc_ns;			/* this interval, sampler only */
-	u64 acc_bg_ns;
-	u64 acc_wakeups;
-	u64 acc_core_uj;		/* per-core energy share (AMD) */
+	/*
+	 * Sampler only: while it is charged in the package being sampled,
+	 * 1 + the index of its charges in the sampler's scratch; else 0.
+	 */
+	unsigned int acc_idx;
 	struct cge_stat st;		/* hierarchical totals, cge_lock */
 	/* charges from the overflow path, per package (topo.c) */
 	struct cge_ovf ovf[];
@@ -100,11 +102,13 @@ void cge_cgstate_exit(void);
 struct cge_rec *cge_rec_root(void);
 struct cge_rec *cge_rec_get(u64 cgid, u64 parent_cgid);
 struct cge_rec *cge_rec_find(u64 cgid);
-void cge_rec_add(struct cge_rec *rec, const struct cge_delta *d);
+void cge_rec_add(struct cge_rec *rec, const struct cge_delta *d,
+		 const struct cge_power_step *step);
 bool cge_cgstate_overflow(u64 cgid, u64 parent_cgid, u64 ns, u64 bg_ns,
 			  u32 wakeups, unsigned int pkg);
 struct llist_node *cge_cgstate_take_overflows(void);
-bool cge_rec_take_overflow(struct cge_rec *rec, unsigned int pkg);
+bool cge_rec_take_overflow(struct cge_rec *rec, unsigned int pkg, u64 *ns,
+			   u64 *bg_ns, u32 *wakeups);
 void cge_cgstate_overflows_done(struct llist_node *first);
 void cge_cgstate_reap(void);
 bool cge_cgstate_read_locked(u64 cgid, struct cge_stat *out);

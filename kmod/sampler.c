@@ -41,9 +41,30 @@ static bool cge_paused;
 static u64 cge_reap_due_ns;
 static u64 cge_due_ns;
 
-/* Scratch, sampler only (under cge_lock). */
+/*
+ * One record's charges in the package being sampled: CPU time, the part of
+ * it at background QoS, wakeups, and its per-core energy share (AMD).
+ */
+struct cge_acc {
+	u64 ns;
+	u64 bg_ns;
+	u64 wakeups;
+	u64 core_uj;
+};
+
+/*
+ * Scratch, sampler only (under cge_lock). The records charged in the
+ * package being sampled are cge_recs[0..n), their charges cge_accs[0..n)
+ * (rec->acc_idx - 1 is the index); the other arrays are filled from them.
+ * If the arrays could not grow in this package's pass (cge_grow_failed),
+ * the charges that found no room went to their records' totals at once and
+ * their CPU time, cge_lost_ns, counts as idle in the energy split.
+ */
 static struct cpumask cge_done;
 static struct cge_rec **cge_recs;
+static struct cge_acc *cge_accs;
+static bool cge_grow_failed;
+static u64 cge_lost_ns;
 static u64 *cge_weight;
 static u64 *cge_share;
 static struct cge_delta *cge_delta;
@@ -51,10 +72,19 @@ static unsigned int cge_cap;
 /* The platform's energy (PSYS) of this sample not yet shared out. */
 static u64 cge_psys_left_uj;
 static unsigned int cge_psys_left_cpus;
+/* This sample's interval, for the power averages (power.c). */
+static struct cge_power_step cge_step;
 
 const struct cge_source *cge_sampler_source(void)
 {
 	return cge_source;
+}
+
+/* Where the power averages stand: the last sample's interval end. cge_lock. */
+u64 cge_sampler_interval_end(void)
+{
+	lockdep_assert_held(&cge_lock);
+	return cge_step.end_ns;
 }
 
 unsigned int cge_sampler_packages(void)
@@ -65,37 +95,46 @@ unsigned int cge_sampler_packages(void)
 /* The coefficients of the sample in progress. */
 static struct cge_impact_coefs cge_k;
 
-static u64 cge_rec_impact(const struct cge_rec *rec)
+static u64 cge_acc_impact(const struct cge_acc *a)
 {
-	u64 bg = min(rec->acc_bg_ns, rec->acc_ns);
+	u64 bg = min(a->bg_ns, a->ns);
 
-	return cge_impact_ns(&cge_k, rec->acc_ns - bg, bg, rec->acc_wakeups);
+	return cge_impact_ns(&cge_k, a->ns - bg, bg, a->wakeups);
 }
 
-static int cge_grow(unsigned int n)
+/* Room for @n records in the scratch, keeping the first @used. */
+static int cge_grow(unsigned int n, unsigned int used)
 {
 	unsigned int cap = max(n, 2 * cge_cap);
-	void *r, *w, *s, *d;
+	void *r, *a, *w, *s, *d;
 
 	if (n <= cge_cap)
 		return 0;
 	r = kvmalloc_array(cap, sizeof(*cge_recs), GFP_KERNEL);
+	a = kvmalloc_array(cap, sizeof(*cge_accs), GFP_KERNEL);
 	w = kvmalloc_array(cap, sizeof(*cge_weight), GFP_KERNEL);
 	s = kvmalloc_array(cap, sizeof(*cge_share), GFP_KERNEL);
 	d = kvmalloc_array(cap, sizeof(*cge_delta), GFP_KERNEL);
-	if (!r || !w || !s || !d) {
+	if (!r || !a || !w || !s || !d) {
 		kvfree(r);
+		kvfree(a);
 		kvfree(w);
 		kvfree(s);
 		kvfree(d);
 		cge_sampler_health.alloc_failures++;
 		return -ENOMEM;
 	}
+	if (used) {
+		memcpy(r, cge_recs, used * sizeof(*cge_recs));
+		memcpy(a, cge_accs, used * sizeof(*cge_accs));
+	}
 	kvfree(cge_recs);
+	kvfree(cge_accs);
 	kvfree(cge_weight);
 	kvfree(cge_share);
 	kvfree(cge_delta);
 	cge_recs = r;
+	cge_accs = a;
 	cge_weight = w;
 	cge_share = s;
 	cge_delta = d;
@@ -106,18 +145,48 @@ static int cge_grow(unsigned int n)
 static void cge_free_scratch(void)
 {
 	kvfree(cge_recs);
+	kvfree(cge_accs);
 	kvfree(cge_weight);
 	kvfree(cge_share);
 	kvfree(cge_delta);
 }
 
-static void cge_activate(struct cge_rec *rec, struct list_head *act,
-			 unsigned int *n)
+/*
+ * Add the charge @a to @rec's charges in this pass, appending @rec to the
+ * @n charged records if it is not one yet. Without scratch room for it
+ * (one failed attempt per pass), the charge goes to @rec's totals at once:
+ * its time, wakeups and per-core energy are kept, and its time counts as
+ * idle in the package's energy split (cge_lost_ns). @a must not point into
+ * cge_accs, which a grow moves.
+ */
+static void cge_charge(struct cge_rec *rec, unsigned int *n,
+		       const struct cge_acc *a)
 {
-	if (list_empty(&rec->active)) {
-		list_add_tail(&rec->active, act);
-		(*n)++;
+	struct cge_acc *to;
+
+	if (!rec->acc_idx) {
+		if (cge_grow_failed || cge_grow(*n + 1, *n)) {
+			struct cge_delta d = {
+				.usage_ns = a->ns,
+				.wakeups = a->wakeups,
+				.impact_ns = cge_acc_impact(a),
+				.dom_uj[CGE_DOM_CORE] = a->core_uj,
+			};
+
+			cge_grow_failed = true;
+			cge_lost_ns += a->ns;
+			cge_rec_add(rec, &d, &cge_step);
+			return;
+		}
+		cge_recs[*n] = rec;
+		memset(&cge_accs[*n], 0, sizeof(cge_accs[*n]));
+		rec->acc_idx = ++*n;
 	}
+	to = &cge_accs[rec->acc_idx - 1];
+	to->ns += a->ns;
+	to->bg_ns += a->bg_ns;
+	to->wakeups += a->wakeups;
+	to->core_uj += a->core_uj;
 }
 
 /* SMT siblings drained together for a per-core energy split. */
@@ -197,17 +266,18 @@ static bool cge_core_energy(unsigned int cpu, const struct cge_drain *dr,
 
 /*
  * Fold @nr CPU samples (one CPU, or the SMT siblings of one core) into the
- * records' accumulators. With per-core energy (@per_core, AMD), the core's
- * energy @core_uj is split here, with the same rule, between the cgroups that
- * ran on it and @other_ns, the rest of its CPUs' time since its last
- * reading (idle, interrupts, softirqs, steal, earlier intervals unread).
+ * @n charged records (cge_charge()). With per-core energy (@per_core, AMD),
+ * the core's energy @core_uj is split here, with the same rule, between the
+ * cgroups that ran on it and @other_ns, the rest of its CPUs' time since its
+ * last reading (idle, interrupts, softirqs, steal, earlier intervals unread).
  */
 static void cge_fold(struct cge_cpu_sample *cs, unsigned int nr,
 		     bool per_core, u64 core_uj, u64 other_ns,
-		     struct list_head *act, unsigned int *n, u64 *idle_ns)
+		     unsigned int *n, u64 *idle_ns)
 {
 	int split = READ_ONCE(cge_split_param);
 	unsigned int c, i, k = 0;
+	struct cge_acc a = {};
 	struct cge_slot *sl;
 	struct cge_rec *rec;
 	u64 busy = 0;
@@ -217,10 +287,10 @@ static void cge_fold(struct cge_cpu_sample *cs, unsigned int nr,
 		for (i = 0; i < cs[c].nr; i++, k++) {
 			sl = &cs[c].slot[i];
 			rec = cge_rec_get(sl->cgid, sl->parent_cgid);
-			rec->acc_ns += sl->ns;
-			rec->acc_bg_ns += sl->bg_ns;
-			rec->acc_wakeups += sl->wakeups;
-			cge_activate(rec, act, n);
+			a.ns = sl->ns;
+			a.bg_ns = sl->bg_ns;
+			a.wakeups = sl->wakeups;
+			cge_charge(rec, n, &a);
 			cge_core_rec[k] = rec;
 			cge_core_w[k] = cge_slot_weight(sl, split);
 			busy += sl->ns;
@@ -232,8 +302,12 @@ static void cge_fold(struct cge_cpu_sample *cs, unsigned int nr,
 	if (!per_core)
 		return;
 	cge_split(core_uj, other_ns, busy, cge_core_w, cge_core_share, k);
-	for (i = 0; i < k; i++)
-		cge_core_rec[i]->acc_core_uj += cge_core_share[i];
+	memset(&a, 0, sizeof(a));
+	for (i = 0; i < k; i++) {
+		a.core_uj = cge_core_share[i];
+		if (a.core_uj)
+			cge_charge(cge_core_rec[i], n, &a);
+	}
 }
 
 /*
@@ -266,9 +340,8 @@ static u64 cge_drain_cpu(unsigned int cpu, unsigned int i, bool read_core,
  * records; their idle time into @idle_ns, their interrupt, softirq and
  * steal time into @sys.
  */
-static void cge_drain_pkg(struct cge_pkg *pkg, struct list_head *act,
-			  unsigned int *n, u64 *idle_ns,
-			  struct cge_systime *sys)
+static void cge_drain_pkg(struct cge_pkg *pkg, unsigned int *n,
+			  u64 *idle_ns, struct cge_systime *sys)
 {
 	bool cores = cge_source->read_core_local;
 	struct cpumask *done = &cge_done;
@@ -301,44 +374,48 @@ static void cge_drain_pkg(struct cge_pkg *pkg, struct list_head *act,
 		}
 		per_core = cores && cpu_online(cpu) &&
 			   cge_core_energy(cpu, cge_dr, nr, now_ns, &uj, &span);
-		cge_fold(cge_cs, nr, per_core, uj, span - min(span, busy), act,
-			 n, idle_ns);
+		cge_fold(cge_cs, nr, per_core, uj, span - min(span, busy), n,
+			 idle_ns);
 	}
 }
 
 /* The charges of @pkg's CPUs the probe could not cache. */
 static void cge_drain_overflows(struct llist_node *first, unsigned int pkg,
-				struct list_head *act, unsigned int *n)
+				unsigned int *n)
 {
+	struct cge_acc a = {};
 	struct cge_rec *rec;
+	u32 wakeups;
 
-	llist_for_each_entry(rec, first, ovf_node)
-		if (cge_rec_take_overflow(rec, pkg))
-			cge_activate(rec, act, n);
+	llist_for_each_entry(rec, first, ovf_node) {
+		if (!cge_rec_take_overflow(rec, pkg, &a.ns, &a.bg_ns, &wakeups))
+			continue;
+		a.wakeups = wakeups;
+		cge_charge(rec, n, &a);
+	}
 }
 
 /*
- * The active records into the scratch arrays, with their deltas (time,
- * wakeups, impact, per-core energy) and split weights.
+ * The @n charged records' deltas (time, wakeups, impact, per-core energy)
+ * and split weights, from their charges.
  * Return: their CPU time.
  */
-static u64 cge_collect(struct list_head *act, int split)
+static u64 cge_collect(unsigned int n, int split)
 {
-	struct cge_rec *rec;
-	unsigned int i = 0;
+	const struct cge_acc *a;
 	u64 busy_ns = 0;
+	unsigned int i;
 
-	list_for_each_entry(rec, act, active) {
-		busy_ns += rec->acc_ns;
-		cge_recs[i] = rec;
+	for (i = 0; i < n; i++) {
+		a = &cge_accs[i];
+		busy_ns += a->ns;
 		memset(&cge_delta[i], 0, sizeof(cge_delta[i]));
-		cge_delta[i].usage_ns = rec->acc_ns;
-		cge_delta[i].wakeups = rec->acc_wakeups;
-		cge_delta[i].impact_ns = cge_rec_impact(rec);
-		cge_delta[i].dom_uj[CGE_DOM_CORE] = rec->acc_core_uj;
+		cge_delta[i].usage_ns = a->ns;
+		cge_delta[i].wakeups = a->wakeups;
+		cge_delta[i].impact_ns = cge_acc_impact(a);
+		cge_delta[i].dom_uj[CGE_DOM_CORE] = a->core_uj;
 		cge_weight[i] = split == CGE_SPLIT_IMPACT ?
-				cge_delta[i].impact_ns : rec->acc_ns;
-		i++;
+				cge_delta[i].impact_ns : a->ns;
 	}
 	return busy_ns;
 }
@@ -376,33 +453,6 @@ static u64 cge_share_energy(const struct cge_energy *e, u64 idle_ns,
 }
 
 /*
- * Empty the active records' accumulators. @added: their deltas were added;
- * if not (no scratch room), time and wakeups are added here, without
- * energy.
- */
-static void cge_retire(struct list_head *act, bool added)
-{
-	struct cge_rec *rec, *tmp;
-
-	list_for_each_entry_safe(rec, tmp, act, active) {
-		if (!added) {
-			struct cge_delta t = {
-				.usage_ns = rec->acc_ns,
-				.wakeups = rec->acc_wakeups,
-				.impact_ns = cge_rec_impact(rec),
-				.dom_uj[CGE_DOM_CORE] = rec->acc_core_uj,
-			};
-			cge_rec_add(rec, &t);
-		}
-		rec->acc_ns = 0;
-		rec->acc_bg_ns = 0;
-		rec->acc_wakeups = 0;
-		rec->acc_core_uj = 0;
-		list_del_init(&rec->active);
-	}
-}
-
-/*
  * The platform's energy (PSYS), read with the first package, goes to every
  * package in proportion to its online CPUs, each package's part then split
  * between its own cgroups and idle; the last package takes what is left,
@@ -427,29 +477,26 @@ static void cge_share_psys(const struct cge_pkg *pkg, struct cge_energy *e)
 }
 
 /*
- * Read @pkg's energy for this interval and split it between the @n active
- * records, @sys's kinds and idle; @idle_ns is its CPUs' idle time. Without
- * scratch room for @n records, the records' time is kept and their share
- * of the energy goes to idle and @sys's kinds. Interrupts and softirqs
- * count as busy for the power model, steal as idle: the CPU ran someone
- * else. Not inlined: make bench times it with ftrace.
+ * Read @pkg's energy for this interval and split it between the @n charged
+ * records, @sys's kinds and idle; @idle_ns is its CPUs' idle time.
+ * Interrupts and softirqs count as busy for the power model, steal as idle:
+ * the CPU ran someone else. Not inlined: make bench times it with ftrace.
  */
-static noinline void cge_split_pkg(struct cge_pkg *pkg,
-				   struct list_head *act, unsigned int n,
+static noinline void cge_split_pkg(struct cge_pkg *pkg, unsigned int n,
 				   u64 idle_ns, const struct cge_systime *sys)
 {
 	struct cge_root_stat *rs = &cge_root_stat;
 	u64 active_ns = sys->ns[CGE_SYS_IRQ] + sys->ns[CGE_SYS_SOFTIRQ];
-	bool room = !cge_grow(n);
-	u64 busy_ns = 0, idle_uj, sys_uj[CGE_SYS_NR];
+	u64 busy_ns, lost_ns, idle_uj, sys_uj[CGE_SYS_NR];
 	struct cge_energy e;
 	unsigned int i, k;
 
 	BUILD_BUG_ON(CGE_SYS_NR > CGE_SPLIT_MAX_KINDS);
-	if (room)
-		busy_ns = cge_collect(act, READ_ONCE(cge_split_param));
-	else
-		n = 0;
+	busy_ns = cge_collect(n, READ_ONCE(cge_split_param));
+	/* the CPU time of charges that found no room: busy, but no consumer */
+	lost_ns = cge_lost_ns;
+	cge_lost_ns = 0;
+	cge_grow_failed = false;
 
 	pkg->read_cpu = cpumask_first_and(&pkg->cpus, cpu_online_mask);
 	memset(&e, 0, sizeof(e));
@@ -466,14 +513,17 @@ static noinline void cge_split_pkg(struct cge_pkg *pkg,
 	} else {
 		cge_source->read(pkg,
 				 idle_ns + sys->ns[CGE_SYS_STEAL] + active_ns +
-				 busy_ns, active_ns + busy_ns, &e);
+				 busy_ns + lost_ns, active_ns + busy_ns + lost_ns,
+				 &e);
 	}
 	cge_share_psys(pkg, &e);
 
-	idle_uj = cge_share_energy(&e, idle_ns, busy_ns, sys, n, sys_uj);
-	for (i = 0; i < n; i++)
-		cge_rec_add(cge_recs[i], &cge_delta[i]);
-	cge_retire(act, room);
+	idle_uj = cge_share_energy(&e, idle_ns + lost_ns, busy_ns, sys, n,
+				   sys_uj);
+	for (i = 0; i < n; i++) {
+		cge_rec_add(cge_recs[i], &cge_delta[i], &cge_step);
+		cge_recs[i]->acc_idx = 0;
+	}
 	rs->total_uj = cge_sat_add(rs->total_uj, e.headline_uj);
 	rs->idle_uj = cge_sat_add(rs->idle_uj, idle_uj);
 	cge_time_add(&rs->idle, idle_ns);
@@ -508,10 +558,10 @@ static void cge_sample_locked(void)
 	struct cge_systime sys;
 	unsigned int p, n;
 	u64 idle_ns;
-	LIST_HEAD(act);
 
 	lockdep_assert_held(&cge_lock);
 	cge_params_coefs(&cge_k);
+	cge_power_step(&cge_step, cge_step.end_ns, now);
 	if (now >= cge_reap_due_ns) {
 		cge_cgstate_reap();
 		cge_reap_due_ns = now + CGE_REAP_MS * NSEC_PER_MSEC;
@@ -524,9 +574,9 @@ static void cge_sample_locked(void)
 		n = 0;
 		idle_ns = 0;
 		memset(&sys, 0, sizeof(sys));
-		cge_drain_overflows(ovf, p, &act, &n);
-		cge_drain_pkg(&cge_pkgs[p], &act, &n, &idle_ns, &sys);
-		cge_split_pkg(&cge_pkgs[p], &act, n, idle_ns, &sys);
+		cge_drain_overflows(ovf, p, &n);
+		cge_drain_pkg(&cge_pkgs[p], &n, &idle_ns, &sys);
+		cge_split_pkg(&cge_pkgs[p], n, idle_ns, &sys);
 	}
 	cge_cgstate_overflows_done(ovf);
 	cpus_read_unlock();
@@ -619,6 +669,8 @@ static void cge_sampler_resume(void)
 		}
 	}
 	cge_source_health.resyncs++;
+	/* the next interval, for the power averages, starts after the resync */
+	cge_step.end_ns = ktime_get_ns();
 	cge_due_ns = 0;
 	WRITE_ONCE(cge_paused, false);
 	mutex_unlock(&cge_lock);
@@ -692,6 +744,7 @@ int cge_sampler_init(void)
 	ret = cge_systime_init();
 	if (ret)
 		goto err;
+	cge_step.end_ns = ktime_get_ns();
 	INIT_DELAYED_WORK(&cge_work, cge_sample_fn);
 	queue_delayed_work(cge_unbound_wq, &cge_work,
 			   msecs_to_jiffies(READ_ONCE(cge_interval_ms)));

@@ -24,5 +24,6 @@ int cge_sampler_init(void);
 void cge_sampler_exit(void);
 const struct cge_source *cge_sampler_source(void);
 unsigned int cge_sampler_packages(void);
+u64 cge_sampler_interval_end(void);
 
 #endif /* CGE_SAMPLER_H */

@@ -40,6 +40,10 @@ static const char * const cge_sys_keys[CGE_SYS_NR][2] = {
 	[CGE_SYS_STEAL] = { CGE_KEY_STEAL_UJ, CGE_KEY_STEAL_USEC },
 };
 
+static const char * const cge_power_keys[CGE_POWER_NR] = {
+	CGE_KEY_POWER_AVG10_MW, CGE_KEY_POWER_AVG60_MW, CGE_KEY_POWER_AVG300_MW,
+};
+
 static void cge_kv(struct seq_file *m, const char *key, u64 val)
 {
 	seq_printf(m, "%s %llu\n", key, val);
@@ -56,6 +60,7 @@ int cge_stat_show(struct seq_file *m, u64 cgid)
 {
 	unsigned long domains = cge_sampler_source()->domains();
 	bool root = cgid == cge_root_cgid();
+	u64 mw[CGE_POWER_NR], at_ns;
 	struct cge_root_stat rs;
 	struct cge_stat st;
 	unsigned int k;
@@ -66,7 +71,9 @@ int cge_stat_show(struct seq_file *m, u64 cgid)
 	if (!cge_cgstate_read_locked(cgid, &st))
 		memset(&st, 0, sizeof(st));
 	rs = cge_root_stat;
+	at_ns = cge_sampler_interval_end();
 	mutex_unlock(&cge_lock);
+	cge_power_read(&st.power, at_ns, mw);
 
 	cge_kv(m, CGE_KEY_USAGE_USEC, st.usage.us);
 	cge_kv(m, CGE_KEY_ENERGY_UJ, st.energy_uj);
@@ -74,6 +81,8 @@ int cge_stat_show(struct seq_file *m, u64 cgid)
 	cge_kv(m, CGE_KEY_IMPACT_USEC, st.impact.us);
 	for_each_set_bit(d, &domains, CGE_DOM_NR)
 		cge_kv(m, cge_dom_keys[d], st.dom_uj[d]);
+	for (k = 0; k < CGE_POWER_NR; k++)
+		cge_kv(m, cge_power_keys[k], mw[k]);
 	if (root) {
 		cge_kv(m, CGE_KEY_TOTAL_UJ, rs.total_uj);
 		cge_kv(m, CGE_KEY_IDLE_UJ, rs.idle_uj);

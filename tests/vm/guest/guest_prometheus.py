@@ -14,6 +14,7 @@ its log in PROM_LOG: the two starts, each several seconds under TCG,
 overlap."""
 import http.server
 import json
+import math
 import os
 import re
 import signal
@@ -26,13 +27,15 @@ import urllib.request
 from pathlib import Path
 
 from common import (CG, EN, REPO, Work, fifo, info, insmod, main_args,
-                    mkcg, mount_en, scenarios, sh, snapshot)
+                    mkcg, mount_en, next_sample, scenarios, sh, snapshot)
 
 KO, CGWORK = main_args()
 ES, PROM_PID = os.path.abspath(sys.argv[3]), int(sys.argv[4])
 W = Work(CGWORK)
 HOST, CTR, KSM, PROM = 9400, 9401, 9402, 9090       # loopback ports
 SCRAPE_S = 60           # the issue's minute of scrapes while the loops burn
+AVG_S = (10, 60, 300)   # energy.stat's power averages' windows
+IDLE_S = 3              # their decay, after the loops stopped, over this
 # Each end of the compared window: the module's snapshots for this long,
 # two or more scrapes (one a second) among them.
 CAPTURE_S = 2.5
@@ -161,6 +164,7 @@ def s_start(ctx):
              'sh -c "$0"', CTR_SH], stdout=subprocess.DEVNULL)]
     ctx['burners'] = [W.start(cg, 'busy', 2 * SCRAPE_S, cpu=cpu)
                       for cg, cpu in BURNERS.values()]
+    ctx['t0_ns'] = time.monotonic_ns()      # the module's clock
     # Prometheus hands its targets to the scrape loops 5 s after it starts
     t0 = time.time()
     while True:
@@ -182,7 +186,8 @@ def s_start(ctx):
 def capture(rels):
     """The module's snapshots for CAPTURE_S s, one every 50 ms or so:
     [{'samples', 'ns': last_sample_ns, 'wall': that time on the wall clock
-    (Prometheus's), 'uj': {rel: energy_uj}}]. Each snapshot's reads at
+    (Prometheus's), 'uj': {rel: energy_uj}, 'avg': {rel: [power_avg10_mw,
+    power_avg60_mw, power_avg300_mw]}}]. Each snapshot's reads at
     real-time priority: among the loops and Prometheus, they straddled a
     sample 20 times in a row. The waits between them at normal priority:
     with next_sample()'s polling at real-time priority too, a scrape
@@ -196,7 +201,9 @@ def capture(rels):
         i = s['info']
         out.append({'samples': i['samples'], 'ns': i['last_sample_ns'],
                     'wall': (i['last_sample_ns'] + off) / 1e9,
-                    'uj': {r: s['stat'][r]['energy_uj'] for r in rels}})
+                    'uj': {r: s['stat'][r]['energy_uj'] for r in rels},
+                    'avg': {r: [s['stat'][r][f'power_avg{w}_mw']
+                                for w in AVG_S] for r in rels}})
         time.sleep(0.05)
     return out
 
@@ -220,6 +227,7 @@ def s_burn(ctx):
     wait_until(ctx['t_up'] + SCRAPE_S)
     W.stop(ctx['burners'], BURNING)
     ctx['t_end'] = time.time()
+    ctx['idle_a'] = next_sample(BURNING)
     ctx['stalled_s'] = round(overruns() - stalled, 1)
     return {'captured': [len(ctx['cap_a']), len(ctx['cap_b'])]}
 
@@ -272,6 +280,48 @@ def s_rate(ctx):
                           ctx['t_end'])
     out['sum'] = {'prom_w': round(total, 4), 'root_w': round(module_w(''), 4),
                   'ratio': round(total / module_w(''), 5), 'resets': resets}
+    return out
+
+
+def ema_mw(points, at_ns, window_s):
+    """The exponential moving average over @window_s at @at_ns of the power
+    that the energy @points [(ns, µJ)] give, each span's energy spread
+    evenly over it (from 0 before the first), mW."""
+    out = 0.0
+    for (n0, e0), (n1, e1) in zip(points, points[1:]):
+        if n1 > n0:
+            out += (e1 - e0) / (n1 - n0) * 1e6 * (
+                math.exp(-(at_ns - n1) / 1e9 / window_s) -
+                math.exp(-(at_ns - n0) / 1e9 / window_s))
+    return out
+
+
+def s_averages(ctx):
+    """energy.stat's power averages of each test cgroup against its
+    energy_uj (self-consistency: both are the module's), at the window's
+    end: the moving averages of the power its counter gives from the
+    loops' start (0 J, a new cgroup) over the snapshots of both ends (one
+    per sample) and the 50 s between them. Then, the loops stopped, their
+    decay by exp(-dt / T) from one read to another dt later."""
+    samples = {c['samples']: c for c in ctx['cap_a'] + ctx['cap_b']}
+    snaps = [samples[k] for k in sorted(samples)]
+    b = snaps[-1]
+    time.sleep(max(0.0, ctx['t_end'] + IDLE_S - time.time()))
+    idle_a, idle_b = ctx['idle_a'], next_sample(BURNING)
+    dt = (idle_b['info']['last_sample_ns'] -
+          idle_a['info']['last_sample_ns']) / 1e9
+    out = {'t_s': round((b['ns'] - ctx['t0_ns']) / 1e9, 2),
+           'points': len(snaps), 'idle_s': round(dt, 2), 'cgroups': {}}
+    for name, (rel, _) in BURNERS.items():
+        pts = [(ctx['t0_ns'], 0)] + [(c['ns'], c['uj'][rel]) for c in snaps]
+        want = [ema_mw(pts, b['ns'], T) for T in AVG_S]
+        out['cgroups'][name] = {
+            'rise': [round(m / w, 4) for m, w in zip(b['avg'][rel], want)],
+            'decay': [round(idle_b['stat'][rel][f'power_avg{T}_mw'] /
+                            idle_a['stat'][rel][f'power_avg{T}_mw'] /
+                            math.exp(-dt / T), 4) for T in AVG_S],
+            'want_mw': [round(w, 1) for w in want],
+            'avg_mw': b['avg'][rel]}
     return out
 
 
@@ -340,5 +390,5 @@ def s_stop(ctx):
 
 
 if __name__ == '__main__':
-    scenarios([s_start, s_burn, s_rate, s_health, s_join, s_container,
-               s_stop], {})
+    scenarios([s_start, s_burn, s_rate, s_averages, s_health, s_join,
+               s_container, s_stop], {})
