@@ -399,6 +399,14 @@ def test_watts_over_module_clock(exporter):
     assert sum(w.values()) == pytest.approx(4.0, abs=1e-5)
     assert float(prom_samples(body)["cgroup_energy_measured_watts"]) == \
         pytest.approx(4.0, abs=1e-6)
+    # another window (1.5 s of module time since this read's sample), the
+    # same HELP texts: a scrape's metadata does not change with its figures
+    helps = [ln for ln in body.splitlines() if ln.startswith("# HELP")]
+    time.sleep(1.05)
+    t.set_info({"source": "model", "last_sample_ns": 10**12 + 2 * 10**9})
+    _, body = exporter.get()
+    assert "cgroup_energy_watts{" in body
+    assert [ln for ln in body.splitlines() if ln.startswith("# HELP")] == helps
 
 
 @pytest.mark.parametrize("path,method,status", [

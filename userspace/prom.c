@@ -71,7 +71,7 @@ static const struct {
 	const char *key, *name, *help;
 } health[] = {
 	{ "samples", "cgroup_energy_samples_total",
-	  "Samples the module took (one per package per interval)." },
+	  "Samples the module took (one per interval)." },
 	{ "sampler_overruns", "cgroup_energy_sampler_overruns_total",
 	  "Samples the module took late (a whole interval or more behind)." },
 	{ "energy_read_errors", "cgroup_energy_read_errors_total",
@@ -224,9 +224,10 @@ static void watts_family(FILE *f, const struct view *v, const struct row *rows,
 
 	snprintf(name, sizeof(name), "%swatts", v->hierarchical ?
 		 "cgroup_energy_subtree_" : "cgroup_energy_");
-	snprintf(help, sizeof(help), "Power of %s over the last %.3f s of the "
-		 "module's samples, watts.", v->hierarchical ? "the cgroup and its "
-		 "descendants" : "the cgroup's own tasks", dt);
+	snprintf(help, sizeof(help), "Power of %s between the module's sample "
+		 "of this read and that of one at least 1 s older, watts.",
+		 v->hierarchical ? "the cgroup and its descendants" :
+		 "the cgroup's own tasks");
 	prom_head(f, v, name, "gauge", help);
 	for (size_t i = 0; i < n; i++) {
 		const struct cg_node *b = sample_find(v->base, rows[i].n->path);
