@@ -23,6 +23,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/socket.h>
+#include <time.h>
 
 #include "sample.h"
 
@@ -88,6 +89,7 @@ char *path_resolve(const char *arg, const char *root);
 int path_cmp(const char *a, const char *b);
 enum tree_rc tree_check(const struct tree *t, bool *exists, struct diag *d);
 enum tree_rc sample_take(const struct tree *t, struct sample *s, struct diag *d);
+uint64_t clock_ns(clockid_t id);	/* the clock's time, ns */
 const struct cg_node *sample_find(const struct sample *s, const char *path);
 void sample_free(struct sample *s);
 

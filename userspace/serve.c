@@ -50,14 +50,6 @@ struct server {
 	bool first;			/* no read yet: print its errors */
 };
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static enum MHD_Result reply(struct MHD_Connection *c, unsigned int status,
 			     const char *type, char *body, size_t len,
 			     const char *allow)
@@ -128,7 +120,7 @@ static bool wants_openmetrics(struct MHD_Connection *c)
 
 static enum MHD_Result scrape(struct server *sv, struct MHD_Connection *c)
 {
-	uint64_t deadline = mono_ns() + (uint64_t)SCRAPE_TIMEOUT_S * 1000000000u;
+	uint64_t deadline = clock_ns(CLOCK_MONOTONIC) + (uint64_t)SCRAPE_TIMEOUT_S * 1000000000u;
 	struct timespec until = {
 		.tv_sec = 0,
 	};
@@ -152,7 +144,7 @@ static enum MHD_Result scrape(struct server *sv, struct MHD_Connection *c)
 	/* the scrape's own deadline: the walks, retried, all end there */
 	sv->t.deadline_ns = deadline;
 	sv->t.exact = true;
-	rc = mono_ns() >= deadline ? TREE_LATE : sample_take(&sv->t, &cur, &d);
+	rc = clock_ns(CLOCK_MONOTONIC) >= deadline ? TREE_LATE : sample_take(&sv->t, &cur, &d);
 	sv->first = false;
 	if (rc != TREE_OK) {
 		pthread_mutex_unlock(&sv->lock);

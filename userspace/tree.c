@@ -244,7 +244,7 @@ enum tree_rc tree_check(const struct tree *t, bool *exists, struct diag *d)
 	return TREE_OK;
 }
 
-static uint64_t now_ns(clockid_t id)
+uint64_t clock_ns(clockid_t id)
 {
 	struct timespec ts;
 
@@ -406,7 +406,7 @@ static void walk(struct walker *w, size_t len, unsigned int depth,
 	DIR *dir;
 	int fd;
 
-	if (w->deadline && now_ns(CLOCK_MONOTONIC) > w->deadline)
+	if (w->deadline && clock_ns(CLOCK_MONOTONIC) > w->deadline)
 		w->late = true;
 	if (w->late)
 		return;
@@ -471,8 +471,8 @@ static enum tree_rc sample_read(const struct tree *t, struct sample *s,
 	char ipath[PATH_MAX + 32];
 
 	memset(s, 0, sizeof(*s));
-	s->mono_ns = now_ns(CLOCK_MONOTONIC);
-	s->real_ns = now_ns(CLOCK_REALTIME);
+	s->mono_ns = clock_ns(CLOCK_MONOTONIC);
+	s->real_ns = clock_ns(CLOCK_REALTIME);
 	/*
 	 * energy.info first: its last_sample_ns, the same again after the
 	 * walk (same_module_sample()), then covers every file read, the
@@ -576,7 +576,7 @@ enum tree_rc sample_take(const struct tree *t, struct sample *s, struct diag *d)
 		}
 		if (same_module_sample(t, s))
 			break;
-		if (t->deadline_ns ? now_ns(CLOCK_MONOTONIC) >= t->deadline_ns :
+		if (t->deadline_ns ? clock_ns(CLOCK_MONOTONIC) >= t->deadline_ns :
 		    i == (t->exact ? TAKE_TRIES_EXACT : TAKE_TRIES)) {
 			if (!t->exact)
 				break;
