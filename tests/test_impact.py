@@ -70,9 +70,14 @@ def test_coefficient_change_applies_later(res):
     r = ok(res, 's_coefficient_change')
     b, a, again = r['before'], r['after'], r['again']
     # read while the cgroup was frozen, with at least one sample at the new
-    # coefficient between the reads: it had nothing of the cgroup to charge
+    # coefficient between the reads: it had nothing of the cgroup to charge.
+    # The counters, not the power averages: those decay at every sample
+    # (9 mW to 8 once in a clean-clone run)
     assert r['samples_between'] >= 1, r
-    assert again == b, r
+
+    def counters(s):
+        return {k: v for k, v in s.items() if not k.startswith('power_avg')}
+    assert counters(again) == counters(b), r
     du = a['usage_usec'] - b['usage_usec']
     dw = a['wakeups'] - b['wakeups']
     # 1,760-1,900 measured after the change. Over the whole run at most one
