@@ -67,7 +67,8 @@ def read_stat(path=STAT):
         k, _, v = line.partition(' ')
         if k in ('total_uj', 'energy_uj'):
             out[k[:-3]] = int(v)
-        elif k.endswith('_uj') and k not in NOT_DOMAINS:
+        elif (k.endswith('_uj') and k not in NOT_DOMAINS and
+              not k.startswith('own_')):      # the root's own part: not one
             out['dom'][k[:-3]] = int(v)
     return out
 

@@ -38,6 +38,15 @@
 #define CGE_KEY_DRAM_UJ		"dram_uj"
 #define CGE_KEY_PSYS_UJ		"psys_uj"
 
+/*
+ * In every directory, after those: the same counters (usage_usec,
+ * energy_uj, wakeups, impact_usec and the domains measured) with this
+ * prefix, own_energy_uj and so on: the part of the cgroup's own tasks and
+ * its removed descendants, without its children's. A parent's counter is
+ * its own_ counter plus its children's counters, exactly.
+ */
+#define CGE_OWN_PREFIX		"own_"
+
 /* keys present only in the root directory's energy.stat */
 #define CGE_KEY_TOTAL_UJ	"total_uj"
 #define CGE_KEY_IDLE_UJ		"idle_uj"

@@ -82,7 +82,7 @@ static struct cge_rec *cge_rec_alloc(u64 cgid, struct cgroup *cgrp,
 	rec->cgrp = cgrp;
 	rec->parent = parent;
 	if (parent)
-		parent->nr_children++;
+		hlist_add_head(&rec->sibling, &parent->children);
 	list_add_tail(&rec->all, &cge_all);
 	hash_add_rcu(cge_hash, &rec->hnode, cgid);
 	cge_nr_records++;
@@ -163,8 +163,26 @@ struct cge_rec *cge_rec_get(u64 cgid, u64 parent_cgid)
 }
 
 /*
+ * Add @usage_ns and @impact_ns to @rec's own time: the whole µs they make
+ * with its remainder go to @rec and each ancestor alike.
+ */
+static void cge_rec_add_time(struct cge_rec *rec, u64 usage_ns, u64 impact_ns)
+{
+	u64 usage_us = cge_time_carry(&rec->usage_rem_ns, usage_ns);
+	u64 impact_us = cge_time_carry(&rec->impact_rem_ns, impact_ns);
+
+	for (; rec; rec = rec->parent) {
+		rec->st.usage_us = cge_sat_add(rec->st.usage_us, usage_us);
+		rec->st.impact_us = cge_sat_add(rec->st.impact_us, impact_us);
+	}
+}
+
+/*
  * Add @d, charged over the sampler interval @step, to @rec and all its
- * ancestors. cge_lock held.
+ * ancestors, the same whole units to each: a cgroup's counters are its own
+ * tasks' plus its children's, exactly (cge_cgstate_read_locked()). A cgroup
+ * without children shows floor(its tasks' ns / 1000) µs, as cpu.stat does;
+ * a parent up to 1 µs per cgroup below it less. cge_lock held.
  */
 void cge_rec_add(struct cge_rec *rec, const struct cge_delta *d,
 		 const struct cge_power_step *step)
@@ -174,11 +192,10 @@ void cge_rec_add(struct cge_rec *rec, const struct cge_delta *d,
 	int i;
 
 	cge_power_charge(step, d->energy_uj, inc);
+	cge_rec_add_time(rec, d->usage_ns, d->impact_ns);
 	for (; rec; rec = rec->parent) {
 		st = &rec->st;
-		cge_time_add(&st->usage, d->usage_ns);
 		st->wakeups = cge_sat_add(st->wakeups, d->wakeups);
-		cge_time_add(&st->impact, d->impact_ns);
 		st->energy_uj = cge_sat_add(st->energy_uj, d->energy_uj);
 		cge_power_add(&st->power, step, inc);
 		for (i = 0; i < CGE_DOM_NR; i++)
@@ -304,7 +321,7 @@ void cge_cgstate_overflows_done(struct llist_node *first)
 static void cge_rec_free(struct cge_rec *rec)
 {
 	if (rec->parent)
-		rec->parent->nr_children--;
+		hlist_del(&rec->sibling);
 	if (rec->cgrp)
 		cgroup_put(rec->cgrp);
 	kmem_cache_free(cge_rec_cache, rec);
@@ -330,10 +347,16 @@ void cge_cgstate_reap(void)
 		    cge_rec_ovf_pending(rec) || rec->acc_idx)
 			continue;
 		list_del(&rec->all);
+		/*
+		 * Its totals are in its parent's, which now has them as its
+		 * own; with its ns below a whole µs, so that none is lost.
+		 */
+		cge_rec_add_time(rec->parent, rec->usage_rem_ns,
+				 rec->impact_rem_ns);
 		cge_rec_free(rec);
 	}
 	list_for_each_entry_safe(rec, tmp, &cge_all, all) {
-		if (rec == cge_root || rec->nr_children ||
+		if (rec == cge_root || !hlist_empty(&rec->children) ||
 		    cge_cgroup_online(rec->cgrp))
 			continue;
 		if (++rec->dead_passes < CGE_DEAD_PASSES)
@@ -344,30 +367,48 @@ void cge_cgstate_reap(void)
 	}
 }
 
+/* @a - @b, or 0 below it (only where a total stopped at U64_MAX) */
+static u64 cge_sub0(u64 a, u64 b)
+{
+	return a > b ? a - b : 0;
+}
+
 /**
- * cge_cgstate_read_locked() - copy a cgroup's totals
+ * cge_cgstate_read_locked() - copy a cgroup's totals and its own part
  * @cgid: cgroup id
  * @out: the totals
+ * @own: the totals less its child records' (power averages zero): what its
+ *	own tasks and its freed descendants' records used. It never decreases:
+ *	a charge to a child adds to both; a freed child's totals stay in @out.
  *
  * Caller holds cge_lock, so the copy is one consistent snapshot.
  *
  * Return: true if the cgroup has a record (it ran a task, or a descendant did).
  */
-bool cge_cgstate_read_locked(u64 cgid, struct cge_stat *out)
+bool cge_cgstate_read_locked(u64 cgid, struct cge_stat *out,
+			     struct cge_stat *own)
 {
-	struct cge_rec *rec;
+	struct cge_rec *rec, *c;
+	int i;
 
 	lockdep_assert_held(&cge_lock);
 	rec = cge_rec_find(cgid);
-	if (rec)
-		*out = rec->st;
-	return rec;
+	if (!rec)
+		return false;
+	*out = rec->st;
+	*own = rec->st;
+	memset(&own->power, 0, sizeof(own->power));
+	hlist_for_each_entry(c, &rec->children, sibling) {
+		own->usage_us = cge_sub0(own->usage_us, c->st.usage_us);
+		own->wakeups = cge_sub0(own->wakeups, c->st.wakeups);
+		own->impact_us = cge_sub0(own->impact_us, c->st.impact_us);
+		own->energy_uj = cge_sub0(own->energy_uj, c->st.energy_uj);
+		for (i = 0; i < CGE_DOM_NR; i++)
+			own->dom_uj[i] = cge_sub0(own->dom_uj[i], c->st.dom_uj[i]);
+	}
+	return true;
 }
 
-/*
- * Whether cgroup v2 has cgroups: without any (a v1-only host, or none made
- * yet) every task sits in the default hierarchy's root and is charged there.
- */
 bool cge_cgstate_v2_in_use(void)
 {
 	return READ_ONCE(cgrp_dfl_root.cgrp.nr_descendants) > 0;

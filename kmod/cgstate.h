@@ -32,12 +32,12 @@ struct cge_delta {
 
 /*
  * What energy.stat shows for one cgroup: totals since the module loaded,
- * none of which wraps (total.h).
+ * none of which wraps (total.h), its descendants' included.
  */
 struct cge_stat {
-	struct cge_time_total usage;
+	u64 usage_us;
 	u64 wakeups;
-	struct cge_time_total impact;	/* CPU-µs equivalents */
+	u64 impact_us;			/* CPU-µs equivalents */
 	u64 energy_uj;
 	u64 dom_uj[CGE_DOM_NR];
 	struct cge_power power;		/* of energy_uj */
@@ -79,14 +79,18 @@ struct cge_rec {
 	u64 cgid;
 	struct cgroup *cgrp;		/* reference held; root: none */
 	struct cge_rec *parent;
-	unsigned int nr_children;
-	unsigned int dead_passes;
+	struct hlist_head children;	/* their sibling nodes, cge_lock */
+	struct hlist_node sibling;
 	unsigned long gp_cookie;	/* RCU state when unhashed */
+	unsigned int dead_passes;
 	/*
 	 * Sampler only: while it is charged in the package being sampled,
 	 * 1 + the index of its charges in the sampler's scratch; else 0.
 	 */
 	unsigned int acc_idx;
+	/* its own tasks' time below a whole µs (total.h) */
+	u32 usage_rem_ns;
+	u32 impact_rem_ns;
 	struct cge_stat st;		/* hierarchical totals, cge_lock */
 	/* charges from the overflow path, per package (topo.c) */
 	struct cge_ovf ovf[];
@@ -111,7 +115,8 @@ bool cge_rec_take_overflow(struct cge_rec *rec, unsigned int pkg, u64 *ns,
 			   u64 *bg_ns, u32 *wakeups);
 void cge_cgstate_overflows_done(struct llist_node *first);
 void cge_cgstate_reap(void);
-bool cge_cgstate_read_locked(u64 cgid, struct cge_stat *out);
+bool cge_cgstate_read_locked(u64 cgid, struct cge_stat *out,
+			     struct cge_stat *own);
 u64 cge_root_cgid(void);
 void cge_cgstate_usage(u64 *records, u64 *bytes);
 bool cge_cgstate_v2_in_use(void);

@@ -49,6 +49,21 @@ static void cge_kv(struct seq_file *m, const char *key, u64 val)
 	seq_printf(m, "%s %llu\n", key, val);
 }
 
+/* The counters of @st, each key after @prefix, the domains' of @domains. */
+static void cge_counters_show(struct seq_file *m, const char *prefix,
+			      const struct cge_stat *st, unsigned long domains)
+{
+	int d;
+
+	seq_printf(m, "%s" CGE_KEY_USAGE_USEC " %llu\n", prefix, st->usage_us);
+	seq_printf(m, "%s" CGE_KEY_ENERGY_UJ " %llu\n", prefix, st->energy_uj);
+	seq_printf(m, "%s" CGE_KEY_WAKEUPS " %llu\n", prefix, st->wakeups);
+	seq_printf(m, "%s" CGE_KEY_IMPACT_USEC " %llu\n", prefix, st->impact_us);
+	for_each_set_bit(d, &domains, CGE_DOM_NR)
+		seq_printf(m, "%s%s %llu\n", prefix, cge_dom_keys[d],
+			   st->dom_uj[d]);
+}
+
 /**
  * cge_stat_show() - energy.stat of cgroup @cgid
  * @m: the file
@@ -62,27 +77,24 @@ int cge_stat_show(struct seq_file *m, u64 cgid)
 	bool root = cgid == cge_root_cgid();
 	u64 mw[CGE_POWER_NR], at_ns;
 	struct cge_root_stat rs;
-	struct cge_stat st;
+	struct cge_stat st, own;
 	unsigned int k;
-	int d;
 
 	/* One lock hold: the root's keys agree with each other exactly. */
 	mutex_lock(&cge_lock);
-	if (!cge_cgstate_read_locked(cgid, &st))
+	if (!cge_cgstate_read_locked(cgid, &st, &own)) {
 		memset(&st, 0, sizeof(st));
+		memset(&own, 0, sizeof(own));
+	}
 	rs = cge_root_stat;
 	at_ns = cge_sampler_interval_end();
 	mutex_unlock(&cge_lock);
 	cge_power_read(&st.power, at_ns, mw);
 
-	cge_kv(m, CGE_KEY_USAGE_USEC, st.usage.us);
-	cge_kv(m, CGE_KEY_ENERGY_UJ, st.energy_uj);
-	cge_kv(m, CGE_KEY_WAKEUPS, st.wakeups);
-	cge_kv(m, CGE_KEY_IMPACT_USEC, st.impact.us);
-	for_each_set_bit(d, &domains, CGE_DOM_NR)
-		cge_kv(m, cge_dom_keys[d], st.dom_uj[d]);
+	cge_counters_show(m, "", &st, domains);
 	for (k = 0; k < CGE_POWER_NR; k++)
 		cge_kv(m, cge_power_keys[k], mw[k]);
+	cge_counters_show(m, CGE_OWN_PREFIX, &own, domains);
 	if (root) {
 		cge_kv(m, CGE_KEY_TOTAL_UJ, rs.total_uj);
 		cge_kv(m, CGE_KEY_IDLE_UJ, rs.idle_uj);

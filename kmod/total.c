@@ -21,6 +21,28 @@ u64 cge_sat_add(u64 a, u64 b)
 }
 
 /**
+ * cge_time_carry() - add @ns to a remainder below a microsecond
+ * @rem_ns: nanoseconds, < NSEC_PER_USEC before and after
+ * @ns: nanoseconds
+ *
+ * Return: the whole microseconds that @ns and *@rem_ns make together; what
+ * is left below one stays in *@rem_ns.
+ */
+u64 cge_time_carry(u32 *rem_ns, u64 ns)
+{
+	u32 rem;
+	u64 us = div_u64_rem(ns, NSEC_PER_USEC, &rem);
+
+	rem += *rem_ns;
+	if (rem >= NSEC_PER_USEC) {
+		rem -= NSEC_PER_USEC;
+		us++;
+	}
+	*rem_ns = rem;
+	return us;
+}
+
+/**
  * cge_time_add() - add @ns to @t, exactly
  * @t: the total
  * @ns: nanoseconds
@@ -30,14 +52,5 @@ u64 cge_sat_add(u64 a, u64 b)
  */
 void cge_time_add(struct cge_time_total *t, u64 ns)
 {
-	u32 rem;
-	u64 us = div_u64_rem(ns, NSEC_PER_USEC, &rem);
-
-	rem += t->rem_ns;
-	if (rem >= NSEC_PER_USEC) {
-		rem -= NSEC_PER_USEC;
-		us++;
-	}
-	t->rem_ns = rem;
-	t->us = cge_sat_add(t->us, us);
+	t->us = cge_sat_add(t->us, cge_time_carry(&t->rem_ns, ns));
 }

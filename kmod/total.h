@@ -18,6 +18,7 @@ struct cge_time_total {
 };
 
 u64 cge_sat_add(u64 a, u64 b);
+u64 cge_time_carry(u32 *rem_ns, u64 ns);
 void cge_time_add(struct cge_time_total *t, u64 ns);
 
 #endif /* CGE_TOTAL_H */

@@ -569,6 +569,9 @@ GOOD = stat_text(dict(usage_usec=1, energy_uj=1_000_000, wakeups=3,
      "unsigned integer"),
     (GOOD + "energy_uj 7\n", 5, "duplicate key energy_uj"),
     (GOOD + "irq_uj 1\nsoftirq_usec 2\nirq_uj 1\n", 7, "duplicate key irq_uj"),
+    (GOOD + "own_energy_uj 1\nenergy_uj 1\n", 6, "duplicate key energy_uj"),
+    (GOOD + "own_energy_uj 1\nown_energy_uj 1\n", 6,
+     "duplicate key own_energy_uj"),
     (GOOD + "steal_usec 18446744073709551616\n", 5, "value out of range"),
     (GOOD + "x" * 300 + " 1\n", 5, "line too long"),
     (GOOD.encode() + b"\x00\x01\xff\xfe junk\n", 5, "binary data"),
@@ -596,7 +599,8 @@ def test_malformed(tool, tree, content, line, msg):
 def test_lenient_forms(tool, tree):
     """Unknown keys (a newer module), tabs, CRLF and no final newline."""
     tree.write("/user.slice", "usage_usec\t5\r\nenergy_uj   1500000\n"
-               "future_key 9\nwakeups 2\nimpact_usec 3")
+               "future_key 9\nown_future_key 1\nown_total_uj 4\n"
+               "wakeups 2\nimpact_usec 3")
     m = rowmap(run(tool, "--root", tree.path, check_rc=0).out)
     assert m["/user.slice"] == ["1.500", "0.000", "2", "0.000"]
 

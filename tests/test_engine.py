@@ -138,16 +138,28 @@ def test_parent_is_sum_of_children(res):
     p, c1, c2 = r['par'], r['par/c1'], r['par/c2']
     assert c1['energy_uj'] > 0 and c2['energy_uj'] > 0
     assert p['energy_uj'] == c1['energy_uj'] + c2['energy_uj']
+    # the own_ keys: par runs no task of its own; a leaf's are its counters
+    for k in ('usage_usec', 'energy_uj', 'wakeups', 'impact_usec'):
+        assert p['own_' + k] == 0, (k, p)
+        assert c1['own_' + k] == c1[k] and c2['own_' + k] == c2[k], k
     assert p['wakeups'] == c1['wakeups'] + c2['wakeups']
-    # usage_usec is rounded down per cgroup from nanoseconds
-    assert 0 <= p['usage_usec'] - (c1['usage_usec'] + c2['usage_usec']) <= 1
+    # every counter, times too: the same whole µs to the parent as to the
+    # child that ran (kmod/cgstate.c, cge_rec_add_time)
+    assert p['usage_usec'] == c1['usage_usec'] + c2['usage_usec']
+    assert p['impact_usec'] == c1['impact_usec'] + c2['impact_usec']
 
 
 def test_removed_child_energy_stays_in_parent(res):
     r = ok(res, 's_removed_child')
     assert r['child']['energy_uj'] > 0
     assert r['after']['energy_uj'] == r['before']['energy_uj']
+    # (the child's nanoseconds below a µs go to rmp's own when its record is
+    # freed: nothing to carry here, rmp runs no task of its own)
     assert r['after']['usage_usec'] == r['before']['usage_usec']
+    # and the child's counters are rmp's own now, exactly
+    for k in ('usage_usec', 'energy_uj', 'wakeups', 'impact_usec'):
+        assert r['before']['own_' + k] == 0, (k, r)
+        assert r['after']['own_' + k] == r['child'][k], (k, r)
     assert 'c' not in r['listed']
     assert r['records_after'] < r['records_before'], r     # its record freed
 
@@ -359,8 +371,20 @@ def test_energystat_reads_live_module(res):
     assert r['json_rc'] == 0
     doc = json.loads(r['json'].splitlines()[0])
     assert 'eq1' in json.dumps(doc)
-    assert r['prom_rc'] == 0
+    assert r['prom_rc'] == 0, r['prom_err']
     assert 'cgroup_energy_joules_total{cgroup="/tw_x"}' in r['prom']
+
+
+def test_prometheus_series_never_go_down_across_samples(res):
+    r = ok(res, 's_energystat')
+    # the premise: at a 10 ms interval each read straddled samples (each
+    # walk takes 30 ms or more under TCG)
+    assert all(x['rc'] == 0 for x in r['straddled']), r['straddled']
+    assert all(x['samples'] >= 1 for x in r['straddled']), r['straddled']
+    assert min(r['series']) > 20, r['series']
+    # each series is one own_ key of one file: none went down (before the
+    # own_ keys, the root's own series, read before its busy child's, did)
+    assert r['down'] == [], r['down']
 
 
 def test_unload(res):

@@ -265,6 +265,62 @@ def test_series_sum_around_unreadable_cgroup(tool, tmp_path):
     assert sum(j.values()) * 10**6 == e
 
 
+ADDS_UP = ("usage_usec", "energy_uj", "wakeups", "impact_usec", "package_uj")
+
+
+def with_own_keys(t, cgs):
+    """Give each of @cgs (every cgroup of @t, the root "/" among them) the
+    module's own_ keys: its counters less its children's."""
+    def read(cg):
+        text = open(os.path.join(t.dir(cg), b"energy.stat")).read()
+        return dict((k, int(v)) for k, v in
+                    (ln.split() for ln in text.splitlines()))
+    stats = {cg: read(cg) for cg in cgs}
+    for cg, st in stats.items():
+        kids = [c for c in cgs if c != cg and os.path.dirname(c) == cg]
+        own = {"own_" + k: st[k] - sum(stats[c][k] for c in kids)
+               for k in ADDS_UP}
+        t.write(cg, "".join(f"{k} {v}\n" for k, v in {**st, **own}.items()))
+    return stats
+
+
+def test_own_keys_give_series_from_one_file(tool, tmp_path):
+    """With the module's own_ keys, a cgroup whose children were all read
+    takes its series from them: the same values as its counters less its
+    children's when the files agree; and when a child was read after a
+    module sample its parent had not seen (children above their parent),
+    the parent's series is still its own_ value, not clamped."""
+    t, e = uneven_tree(tmp_path)
+    cgs = ["/", "/a", "/a/b", "/a/b/c", "/a/d", "/e", "/e/f"]
+    derived = run(tool, "--root", t.path, "--prometheus", check_rc=0).out
+    with_own_keys(t, cgs)
+    out = run(tool, "--root", t.path, "--prometheus", check_rc=0).out
+    assert out == derived
+    # /e/f read a sample later: +5 J of its own that /e does not show yet
+    t.add("/e/f", energy_uj=5_000_001, usage_usec=2, wakeups=0,
+          impact_usec=3, package_uj=5_000_001, own_energy_uj=5_000_001,
+          own_usage_usec=2, own_wakeups=0, own_impact_usec=3,
+          own_package_uj=5_000_001)
+    out = run(tool, "--root", t.path, "--prometheus", check_rc=0).out
+    j = per_cgroup(out, "cgroup_energy_joules_total")
+    assert j['{cgroup="/e"}'] * 10**6 == 333_333
+    assert j['{cgroup="/e/f"}'] * 10**6 == 5_000_001
+    assert prom_samples(out)["cgroup_energy_clamped_series"] == "0"
+
+
+def test_own_keys_not_taken_past_an_unread_child(tool, tmp_path):
+    """A cgroup with a child that could not be read keeps the derived own
+    value (its counter less its nearest read descendants'): its own_ keys
+    would leave the unread child's read children counted twice."""
+    t, e = uneven_tree(tmp_path)
+    with_own_keys(t, ["/", "/a", "/a/b", "/a/b/c", "/a/d", "/e", "/e/f"])
+    t.write("/a/b", "junk\n")
+    r = run(tool, "--root", t.path, "--prometheus", check_rc=1)
+    j = per_cgroup(r.out, "cgroup_energy_joules_total")
+    assert j['{cgroup="/a"}'] * 10**6 == 1_000_003 + 40_000_000 + 7
+    assert sum(j.values()) * 10**6 == e
+
+
 def test_clamped_when_children_exceed_parent(tool, tmp_path):
     """Counters read across a module sample can have children above their
     parent: the parent's own value is clamped to 0 and counted."""

@@ -76,9 +76,14 @@ def test_detected(hw):
     assert r['info']['units'] == {
         d: 16 if d == 'dram' else p['esu'] for d in p['domains']}, r
     # per-domain keys exactly for the domains the part has
-    keys = {k[:-3] for k in r['keys'] if k.endswith('_uj')} - {
+    keys = {k[:-3] for k in r['keys']
+            if k.endswith('_uj') and not k.startswith('own_')} - {
         'energy', 'total', 'idle', 'irq', 'softirq', 'steal'}
     assert keys == set(p['domains']), r
+    # and the root's own part of each
+    own = {k[4:-3] for k in r['keys']
+           if k.startswith('own_') and k.endswith('_uj')} - {'energy'}
+    assert own == set(p['domains']), r
     assert (f"cgroup_energy: energy source: RAPL ({p['vendor']}), energy "
             f"unit 2^-{p['esu']} J") in r['log'], r['log']
 
@@ -223,6 +228,7 @@ def test_faults_counted_nothing_invented(hw):
     # a domain reading zero is absent: no key, not in energy.info
     assert 'uncore' not in r['domains'].split(), r
     assert 'uncore_uj' not in r['keys'], r
+    assert 'own_uncore_uj' not in r['keys'], r
     # every failed read in the window is one read error
     assert r['failed'] >= 3, r
     assert r['read_errors'] == r['failed'], r

@@ -53,9 +53,14 @@ struct key_desc {
 
 extern const struct key_desc key_table[NKEYS];
 
+/* the keys that add up also come as own_<key>, the cgroup's own part */
+#define NOWN K_TOTAL_UJ
+
 struct cg_stat {
 	uint64_t v[NKEYS];
+	uint64_t own[NOWN];	/* own_<key> */
 	unsigned int present;	/* bit (1u << key_id) set when the key was read */
+	unsigned int own_present;	/* the same for own[] */
 };
 
 static inline bool stat_has(const struct cg_stat *st, enum key_id k)
@@ -89,8 +94,9 @@ struct cg_node {
 	char *path;		/* "/" or "/a/b": raw bytes as in the tree */
 	unsigned int depth;	/* below the root of the tree */
 	bool ok;		/* energy.stat read and parsed */
+	bool all_read;		/* listed, and every child directory read */
 	struct cg_stat st;
-	uint64_t own[NKEYS];	/* st less the read descendants' (series.c) */
+	uint64_t own[NKEYS];	/* its share of st in series (series.c) */
 	struct workload wl;
 };
 
@@ -99,7 +105,8 @@ struct sample {
 	size_t n, cap;
 	struct cg_stat root;	/* root energy.stat, always read */
 	struct info info;	/* root energy.info, may be empty */
-	unsigned int torn;	/* nodes whose own values were clamped to 0 */
+	unsigned int derived;	/* nodes whose own values are st less descendants' */
+	unsigned int torn;	/* of those, the ones clamped to 0 */
 	uint64_t mono_ns;	/* CLOCK_MONOTONIC when the sample was taken */
 	uint64_t real_ns;	/* CLOCK_REALTIME, for JSON */
 };

@@ -99,18 +99,26 @@ static int parse_line(const char *p, size_t n, unsigned int lineno,
 		return fail(pe, lineno,
 			    "expected 'key value' with an unsigned integer value");
 
-	int k = key_lookup(p + kstart, klen);
+	const size_t plen = strlen(CGE_OWN_PREFIX);
+	bool own = klen > plen && memcmp(p + kstart, CGE_OWN_PREFIX, plen) == 0;
+	int k = own ? key_lookup(p + kstart + plen, klen - plen) :
+		      key_lookup(p + kstart, klen);
+	unsigned int *present = own ? &st->own_present : &st->present;
 
-	if (k < 0)
+	if (k < 0 || (own && !key_adds_up(k)))
 		return 0;	/* a key from a newer module: ignored */
-	if (st->present & (1u << k)) {
+	if (*present & (1u << k)) {
 		char msg[64];
 
-		snprintf(msg, sizeof(msg), "duplicate key %s", key_table[k].name);
+		snprintf(msg, sizeof(msg), "duplicate key %s%s",
+			 own ? CGE_OWN_PREFIX : "", key_table[k].name);
 		return fail(pe, lineno, msg);
 	}
-	st->v[k] = v;
-	st->present |= 1u << k;
+	if (own)
+		st->own[k] = v;
+	else
+		st->v[k] = v;
+	*present |= 1u << k;
 	return 0;
 }
 

@@ -259,6 +259,7 @@ struct walker {
 	size_t rootlen;
 	uint64_t deadline;	/* CLOCK_MONOTONIC ns, 0: none */
 	bool late;		/* the deadline passed: the walk stopped */
+	bool oom;		/* a node could not be added */
 	char buf[PATH_MAX + 32];
 };
 
@@ -282,6 +283,7 @@ static struct cg_node *node_add(struct sample *s, const char *path,
 		return NULL;
 	node->depth = depth;
 	node->ok = false;
+	node->all_read = false;
 	workload_parse(path, &node->wl);
 	memset(&node->st, 0, sizeof(node->st));
 	s->n++;
@@ -372,6 +374,7 @@ static void read_node(struct walker *w, size_t len, unsigned int depth)
 	n = node_add(w->s, w->buf + w->rootlen, depth);
 	if (!n) {
 		diag_error(w->d, "out of memory");
+		w->oom = true;
 		return;
 	}
 	n->ok = ok;
@@ -399,9 +402,16 @@ static void list_error(struct walker *w, int err)
 	diag_error(w->d, "cannot list %s: %s", shown, strerror(err));
 }
 
+/*
+ * Read the directory in w->buf[0..len) and those below it. Its node's
+ * all_read says that it was listed and each child directory read, which
+ * lets series.c take its own_ keys.
+ */
 static void walk(struct walker *w, size_t len, unsigned int depth,
 		 unsigned int below)
 {
+	size_t self = w->s->n;
+	bool all_read = true;
 	struct dirent *de;
 	DIR *dir;
 	int fd;
@@ -411,6 +421,8 @@ static void walk(struct walker *w, size_t len, unsigned int depth,
 	if (w->late)
 		return;
 	read_node(w, len, depth);
+	if (w->s->n == self)
+		return;		/* gone, or out of memory */
 	if (w->t->max_depth >= 0 && below >= (unsigned int)w->t->max_depth)
 		return;
 	if (depth >= MAX_WALK_DEPTH) {
@@ -433,7 +445,7 @@ static void walk(struct walker *w, size_t len, unsigned int depth,
 		return;
 	}
 	while ((errno = 0, de = readdir(dir)) != NULL) {
-		size_t nlen = strlen(de->d_name);
+		size_t nlen = strlen(de->d_name), child = w->s->n;
 
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 ||
 		    !is_subdir(dir, de))
@@ -441,16 +453,26 @@ static void walk(struct walker *w, size_t len, unsigned int depth,
 		if (len + 1 + nlen + sizeof("/" CGE_STAT_FILE) > sizeof(w->buf) ||
 		    len + 1 + nlen >= PATH_MAX) {
 			walk_error(w, "a subdirectory's path is too long", 0);
+			all_read = false;
 			continue;
 		}
 		w->buf[len] = '/';
 		memcpy(w->buf + len + 1, de->d_name, nlen + 1);
 		walk(w, len + 1 + nlen, depth + 1, below + 1);
 		w->buf[len] = '\0';
+		/*
+		 * A child removed meanwhile has no node: the module's own_ keys
+		 * leave it out until they take it in, when its record is freed.
+		 */
+		if (w->oom || (w->s->n > child && !w->s->nodes[child].ok))
+			all_read = false;
 	}
-	if (errno)
+	if (errno) {
 		list_error(w, errno);
+		all_read = false;
+	}
 	closedir(dir);
+	w->s->nodes[self].all_read = all_read;
 }
 
 static int node_cmp(const void *a, const void *b)
@@ -498,6 +520,7 @@ static enum tree_rc sample_read(const struct tree *t, struct sample *s,
 	w->rootlen = strlen(t->root);
 	w->deadline = t->deadline_ns;
 	w->late = false;
+	w->oom = false;
 	for (size_t i = 0; i < t->npaths && !w->late; i++) {
 		const char *p = t->paths[i];
 		size_t len = w->rootlen;
@@ -525,7 +548,15 @@ static enum tree_rc sample_read(const struct tree *t, struct sample *s,
 	size_t out = 0;
 
 	for (size_t i = 0; i < s->n; i++) {
-		if (out > 0 && strcmp(s->nodes[out - 1].path, s->nodes[i].path) == 0) {
+		struct cg_node *prev = out > 0 ? &s->nodes[out - 1] : NULL;
+
+		if (prev && strcmp(prev->path, s->nodes[i].path) == 0) {
+			/* read twice, once with its children (all_read) */
+			if (!prev->ok && s->nodes[i].ok) {
+				prev->ok = true;
+				prev->st = s->nodes[i].st;
+			}
+			prev->all_read |= s->nodes[i].all_read;
 			free(s->nodes[i].path);
 			continue;
 		}
@@ -556,37 +587,56 @@ static bool same_module_sample(const struct tree *t, const struct sample *s)
 	return same;
 }
 
+/* Whether another walk may follow one that straddled a module sample. */
+static bool take_again(const struct tree *t, int walks, bool exact)
+{
+	if (!exact)
+		return walks < TAKE_TRIES;
+	if (t->deadline_ns)
+		return clock_ns(CLOCK_MONOTONIC) < t->deadline_ns;
+	return walks < TAKE_TRIES_EXACT;
+}
+
 /*
  * A sample read between two of the module's samples (energy.info's
  * last_sample_ns the same after the walk as before it), so that a parent
- * and its children count the same intervals and own values (series.c) are
- * exact: up to TAKE_TRIES walks (TAKE_TRIES_EXACT with t->exact), or with
- * t->deadline_ns as many as fit before it. Then, t->exact, TREE_TORN (a counter read across a sample
- * would go down at the next read: a counter reset to Prometheus); else the
- * last walk (series_own clamps what does not add up, counted in s->torn).
+ * and its children count the same intervals and the own values (series.c)
+ * add up to the root's exactly: up to TAKE_TRIES walks, else the last one
+ * that finished before t->deadline_ns. Unless t->exact and some own value
+ * is derived from several files (a module without own_ keys, a child
+ * unread, PATHs below the root): one read across a sample could go down at
+ * the next read, a counter reset to Prometheus. Then up to
+ * TAKE_TRIES_EXACT walks, or as many as t->deadline_ns allows, and else
+ * TREE_TORN. series_own clamps what does not add up, counted in s->torn.
  */
 enum tree_rc sample_take(const struct tree *t, struct sample *s, struct diag *d)
 {
-	for (int i = 1;; i++) {
-		enum tree_rc rc = sample_read(t, s, d);
+	enum tree_rc rc = sample_read(t, s, d);
+	struct sample next;
 
-		if (rc != TREE_OK) {
-			sample_free(s);
-			return rc;
-		}
+	for (int walks = 1; rc == TREE_OK; walks++) {
+		bool exact;
+
+		s->torn = series_own(s);
 		if (same_module_sample(t, s))
+			return TREE_OK;
+		exact = t->exact && s->derived;
+		if (!take_again(t, walks, exact)) {
+			if (!exact)
+				return TREE_OK;
+			rc = TREE_TORN;
 			break;
-		if (t->deadline_ns ? clock_ns(CLOCK_MONOTONIC) >= t->deadline_ns :
-		    i == (t->exact ? TAKE_TRIES_EXACT : TAKE_TRIES)) {
-			if (!t->exact)
-				break;
-			sample_free(s);
-			return TREE_TORN;
+		}
+		rc = sample_read(t, &next, d);
+		if (rc == TREE_LATE && !exact) {
+			sample_free(&next);
+			return TREE_OK;		/* the last walk, as it is */
 		}
 		sample_free(s);
+		*s = next;
 	}
-	s->torn = series_own(s);
-	return TREE_OK;
+	sample_free(s);
+	return rc;
 }
 
 const struct cg_node *sample_find(const struct sample *s, const char *path)

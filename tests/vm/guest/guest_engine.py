@@ -596,14 +596,50 @@ def s_conservation(ctx):
             'cgroup2': info()['cgroup2']}
 
 
+def prom_counters(text):
+    """The *_total samples of a Prometheus text: {series: value}."""
+    out = {}
+    for line in text.splitlines():
+        if line and line[0] != '#':
+            series, value = line.rsplit(' ', 1)
+            if series.split('{')[0].endswith('_total'):
+                out[series] = float(value)
+    return out
+
+
 def s_energystat(ctx):
+    """The tool on the live module; then five --prometheus reads at a 10 ms
+    interval, where every walk of the tree straddles samples, while /par/c1
+    burns: no series may go down from one read to the next (a counter
+    reset to Prometheus)."""
     tool = str(ctx['repo'] / 'userspace/energystat')
     table = sh(f'{tool}', check=False)
     js = sh(f'{tool} --json eq1 eq2 tw_x', check=False)
     prom = sh(f'{tool} --prometheus', check=False)
+    old = get_param('interval_ms')
+    set_param('interval_ms', 10)
+    burn = W.start('par/c1', 'busy', 10)
+    reads = []
+    try:
+        for _ in range(5):
+            before = int(info()['samples'])
+            r = sh(f'{tool} --prometheus', check=False)
+            reads.append({'rc': r.returncode, 'err': r.stderr[-500:],
+                          'samples': int(info()['samples']) - before,
+                          'counters': prom_counters(r.stdout)})
+    finally:
+        W.stop([burn], ['par/c1'])
+        set_param('interval_ms', old)
+    down = [(k, a['counters'][k], b['counters'][k])
+            for a, b in zip(reads, reads[1:]) for k in b['counters']
+            if k in a['counters'] and b['counters'][k] < a['counters'][k]]
     return {'table_rc': table.returncode, 'table': table.stdout,
             'json_rc': js.returncode, 'json': js.stdout,
-            'prom_rc': prom.returncode, 'prom': prom.stdout[:20000]}
+            'prom_rc': prom.returncode, 'prom': prom.stdout[:20000],
+            'prom_err': prom.stderr[-2000:],
+            'straddled': [{k: x[k] for k in ('rc', 'err', 'samples')}
+                          for x in reads],
+            'series': [len(x['counters']) for x in reads], 'down': down[:20]}
 
 
 def s_unload(ctx):
