@@ -495,6 +495,33 @@ def test_concurrent_scrapes(exporter):
     assert results == [(200, 7)] * 16
 
 
+def test_one_address_cannot_take_every_connection(exporter):
+    """16 idle connections from 127.0.0.1: a 17th from it is closed at
+    once, unanswered; a scrape from 127.0.0.2 (another loopback address)
+    is served."""
+    held = [socket.create_connection(("127.0.0.1", exporter.port))
+            for _ in range(16)]
+    try:
+        time.sleep(0.2)         # the server has accepted them all
+        with socket.create_connection(("127.0.0.1", exporter.port)) as s:
+            s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+            s.settimeout(5)
+            try:
+                got = s.recv(65536)
+            except ConnectionResetError:
+                got = b""
+            assert got == b"", got[:100]
+        with socket.create_connection(("127.0.0.1", exporter.port),
+                                      source_address=("127.0.0.2", 0)) as s:
+            s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n"
+                      b"Connection: close\r\n\r\n")
+            s.settimeout(10)
+            assert s.recv(12) == b"HTTP/1.1 200"
+    finally:
+        for s in held:
+            s.close()
+
+
 GARBAGE = [b"\x00\xff\x13garbage\r\n\r\n", b"GET /metrics HTTP/9.9\r\n\r\n",
            b"GET " + b"A" * 100_000 + b" HTTP/1.1\r\n\r\n",
            b"GET /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\n\r\n",
@@ -629,6 +656,28 @@ def test_output_replaces_atomically(tool, tmp_path):
         r = run(tool, "--root", t.path, *args, "--output", str(f), check_rc=2)
         assert "--output writes one --prometheus text" in r.err
     assert f.read_text() == want
+
+
+def test_output_killed_leaves_no_temporary_file(tool, tmp_path):
+    """SIGTERM (the timer's service stopped, a timeout) while --output
+    writes: the temporary file goes with the process, the old file stays."""
+    from fixtree import build_big
+    t = build_big(tmp_path / "big", n=10000)
+    d = tmp_path / "textfile"
+    d.mkdir()
+    f = d / "cgroup_energy.prom"
+    f.write_text("old\n")
+    p = subprocess.Popen([tool, "--root", t.path, "--prometheus", "--output",
+                          str(f)], stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 10
+    while len(os.listdir(d)) < 2 and p.poll() is None and \
+            time.monotonic() < deadline:
+        time.sleep(0.0005)
+    # the premise: killed while its temporary file was there
+    assert len(os.listdir(d)) == 2 and p.poll() is None, os.listdir(d)
+    p.terminate()
+    assert p.wait(timeout=10) == -15
+    assert os.listdir(d) == [f.name] and f.read_text() == "old\n"
 
 
 def test_node_exporter_serves_the_textfile(tool, tmp_path):

@@ -15,6 +15,7 @@
 #include <getopt.h>
 #include <limits.h>
 #include <math.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -691,6 +692,20 @@ static int run_live(const struct opts *o, const struct tree *t, struct diag *d)
 	return failed || d->errors ? EXIT_PARTIAL : 0;
 }
 
+/* --output's temporary file while it is being written, for output_signal() */
+static const char *volatile output_tmp;
+
+/* SIGTERM, SIGINT or SIGHUP while --output writes: no temporary file left */
+static void output_signal(int sig)
+{
+	const char *tmp = output_tmp;
+
+	if (tmp)
+		unlink(tmp);
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
 /*
  * --output: standard output goes to a new temporary file beside FILE
  * (FILE.XXXXXX, which node_exporter's *.prom glob does not match), renamed
@@ -708,7 +723,12 @@ static char *output_open(const char *file)
 		return NULL;
 	}
 	sprintf(tmp, "%s.XXXXXX", file);
+	signal(SIGTERM, output_signal);
+	signal(SIGINT, output_signal);
+	signal(SIGHUP, output_signal);
 	fd = mkstemp(tmp);
+	if (fd >= 0)
+		output_tmp = tmp;
 	/* mkstemp's 0600, widened to what the umask lets a new file have */
 	mask = umask(0);
 	umask(mask);
@@ -719,6 +739,7 @@ static char *output_open(const char *file)
 			close(fd);
 			unlink(tmp);
 		}
+		output_tmp = NULL;
 		free(tmp);
 		return NULL;
 	}
@@ -736,6 +757,7 @@ static int output_commit(char *tmp, const char *file, int rc)
 	}
 	if (rc == EXIT_NOTHING)
 		unlink(tmp);
+	output_tmp = NULL;
 	free(tmp);
 	return rc;
 }

@@ -5,7 +5,8 @@
  * HTTP is GNU libmicrohttpd's (Debian libmicrohttpd-dev): a small C library
  * made to embed an HTTP/1.1 server in a program. It parses requests,
  * answers malformed ones with 400 itself, handles keep-alive, connection
- * limits and timeouts, and runs a thread per connection, so this file only
+ * limits (MAX_CONNECTIONS, MAX_PER_IP from one address: more are closed at
+ * once) and timeouts, and runs a thread per connection, so this file only
  * says what a request gets:
  *
  *   GET or HEAD /metrics  the tree read afresh, in the Prometheus text format
@@ -35,6 +36,7 @@
 #define SCRAPE_TIMEOUT_S	5	/* under Prometheus's default scrape_timeout, 10 s */
 #define WATTS_MIN_S		1	/* shortest window of the watts gauges */
 #define MAX_CONNECTIONS		32
+#define MAX_PER_IP		16	/* one client cannot take them all */
 #define IDLE_TIMEOUT_S		10	/* a connection silent this long is closed */
 #define DIAG_FIRST		20	/* per-cgroup errors printed on the first read */
 
@@ -260,6 +262,8 @@ static struct MHD_Daemon *start(unsigned int flags,
 				MHD_OPTION_SOCK_ADDR, ss,
 				MHD_OPTION_CONNECTION_LIMIT,
 				(unsigned int)MAX_CONNECTIONS,
+				MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+				(unsigned int)MAX_PER_IP,
 				MHD_OPTION_CONNECTION_TIMEOUT,
 				(unsigned int)IDLE_TIMEOUT_S,
 				MHD_OPTION_END);
