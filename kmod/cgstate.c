@@ -81,6 +81,7 @@ static struct cge_rec *cge_rec_alloc(u64 cgid, struct cgroup *cgrp,
 	rec->cgid = cgid;
 	rec->cgrp = cgrp;
 	rec->parent = parent;
+	INIT_HLIST_HEAD(&rec->children);
 	if (parent)
 		hlist_add_head(&rec->sibling, &parent->children);
 	list_add_tail(&rec->all, &cge_all);
@@ -378,10 +379,13 @@ static u64 cge_sub0(u64 a, u64 b)
  * @cgid: cgroup id
  * @out: the totals
  * @own: the totals less its child records' (power averages zero): what its
- *	own tasks and its freed descendants' records used. It never decreases:
- *	a charge to a child adds to both; a freed child's totals stay in @out.
+ *	own tasks, its freed descendants' records and charges that found no
+ *	record below it used. It never decreases (until a total stops at
+ *	U64_MAX): a charge to a child adds to both; a freed child's totals stay
+ *	in @out.
  *
- * Caller holds cge_lock, so the copy is one consistent snapshot.
+ * Caller holds cge_lock, so the copy is one consistent snapshot; the cost
+ * grows with the cgroup's child records.
  *
  * Return: true if the cgroup has a record (it ran a task, or a descendant did).
  */
@@ -409,6 +413,10 @@ bool cge_cgstate_read_locked(u64 cgid, struct cge_stat *out,
 	return true;
 }
 
+/*
+ * Whether cgroup v2 has cgroups: without any (a v1-only host, or none made
+ * yet) every task sits in the default hierarchy's root and is charged there.
+ */
 bool cge_cgstate_v2_in_use(void)
 {
 	return READ_ONCE(cgrp_dfl_root.cgrp.nr_descendants) > 0;

@@ -240,13 +240,17 @@ def test_default_series_sum_to_root_exactly(tool, tmp_path):
     assert sum(h.values()) * 10**6 > e + 40_000_000  # counted at every level
 
 
+@pytest.mark.parametrize("own_keys", [False, True])
 @pytest.mark.parametrize("args,top", [
     (["--depth", "1"], "/"), (["/a"], "/a"), (["/a", "/e/f"], None),
 ])
-def test_series_sum_with_depth_and_paths(tool, tmp_path, args, top):
+def test_series_sum_with_depth_and_paths(tool, tmp_path, args, top, own_keys):
     """Below --depth, a shown cgroup's own value takes its hidden subtree;
-    with PATH arguments the series add up to the PATHs' counters."""
+    with PATH arguments the series add up to the PATHs' counters; the same
+    with the module's own_ keys."""
     t, e = uneven_tree(tmp_path)
+    if own_keys:
+        with_own_keys(t, ["/", "/a", "/a/b", "/a/b/c", "/a/d", "/e", "/e/f"])
     out = run(tool, "--root", t.path, "--prometheus", *args, check_rc=0).out
     j = sum(per_cgroup(out, "cgroup_energy_joules_total").values()) * 10**6
     want = {"/": e, "/a": 41_000_003 + 2_500_008}.get(top,
@@ -308,17 +312,19 @@ def test_own_keys_give_series_from_one_file(tool, tmp_path):
     assert prom_samples(out)["cgroup_energy_clamped_series"] == "0"
 
 
-def test_own_keys_not_taken_past_an_unread_child(tool, tmp_path):
-    """A cgroup with a child that could not be read keeps the derived own
-    value (its counter less its nearest read descendants'): its own_ keys
-    would leave the unread child's read children counted twice."""
+def test_unread_child_drops_out_with_own_keys(tool, tmp_path):
+    """With own_ keys, a child that cannot be read drops out of the sum for
+    that read (its own part, 7 uJ); its parent keeps its own_ value, which a
+    derived value (counter less read descendants) would exceed by the
+    child's part for one read and then go down again."""
     t, e = uneven_tree(tmp_path)
     with_own_keys(t, ["/", "/a", "/a/b", "/a/b/c", "/a/d", "/e", "/e/f"])
     t.write("/a/b", "junk\n")
     r = run(tool, "--root", t.path, "--prometheus", check_rc=1)
     j = per_cgroup(r.out, "cgroup_energy_joules_total")
-    assert j['{cgroup="/a"}'] * 10**6 == 1_000_003 + 40_000_000 + 7
-    assert sum(j.values()) * 10**6 == e
+    assert j['{cgroup="/a"}'] * 10**6 == 1_000_003 + 40_000_000
+    assert '{cgroup="/a/b"}' not in j and '{cgroup="/a/b/c"}' in j
+    assert sum(j.values()) * 10**6 == e - 7
 
 
 def test_clamped_when_children_exceed_parent(tool, tmp_path):

@@ -94,7 +94,7 @@ struct cg_node {
 	char *path;		/* "/" or "/a/b": raw bytes as in the tree */
 	unsigned int depth;	/* below the root of the tree */
 	bool ok;		/* energy.stat read and parsed */
-	bool all_read;		/* listed, and every child directory read */
+	bool cut;		/* --depth left its children out */
 	struct cg_stat st;
 	uint64_t own[NKEYS];	/* its share of st in series (series.c) */
 	struct workload wl;

@@ -11,12 +11,15 @@
  * values give exactly the counters of the sample's top nodes: the root's,
  * when the whole tree is read between two of the module's samples.
  *
- * Where all its children were read, the module's own_ keys say the same
- * from one file (but for a removed child whose record the module still
- * keeps, seconds after the rmdir: in no series until its record is freed and
- * its counters become its parent's own_): such a value never goes down, even
- * when the walk straddles a sample. Elsewhere it is derived from several
- * files, and only a walk between two samples makes it exact. Pure: no I/O.
+ * The module's own_ keys say the same from one file (but for a removed
+ * child whose record the module still keeps, seconds after the rmdir: in no
+ * series until its record is freed and its counters become its parent's
+ * own_): such a value never goes down, however the walk goes. They are
+ * taken for every cgroup but those --depth cuts (the subtree's counter):
+ * a child that could not be read then drops out of the sum for that read,
+ * and does not step into its parent's series and out again. Without own_
+ * keys the value is derived from several files, and only a walk between two
+ * samples makes it exact. Pure: no I/O.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -50,13 +53,13 @@ static bool has_own_keys(const struct cg_node *n)
 }
 
 /*
- * Fill node->own for every read node: the module's own_ keys where its
- * children were all read (a leaf's too: they leave out a removed child
- * whose record the module still keeps, as they did while it was listed);
- * else its counters without read descendants; else its counters less its
- * nearest read descendants', counted in s->derived. Returns the number of derived nodes whose counters were below
- * their descendants' (a read that straddled one of the module's samples):
- * their own values are clamped to 0.
+ * Fill node->own for every read node: the module's own_ keys unless --depth
+ * cut its children off (a child that could not be read drops out of the
+ * sum, rather than into its parent's series for one read); else its
+ * counters without read descendants; else its counters less its nearest
+ * read descendants', counted in s->derived. Returns the number of derived
+ * nodes whose counters were below their descendants' (a read that straddled
+ * one of the module's samples): their own values are clamped to 0.
  */
 unsigned int series_own(struct sample *s)
 {
@@ -93,7 +96,7 @@ unsigned int series_own(struct sample *s)
 	}
 	for (size_t i = 0; i < s->n; i++) {
 		struct cg_node *n = &s->nodes[i];
-		bool keys = n->all_read && has_own_keys(n);
+		bool keys = !n->cut && has_own_keys(n);
 		bool clamped = false;
 
 		memset(n->own, 0, sizeof(n->own));

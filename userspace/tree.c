@@ -259,7 +259,6 @@ struct walker {
 	size_t rootlen;
 	uint64_t deadline;	/* CLOCK_MONOTONIC ns, 0: none */
 	bool late;		/* the deadline passed: the walk stopped */
-	bool oom;		/* a node could not be added */
 	char buf[PATH_MAX + 32];
 };
 
@@ -283,7 +282,7 @@ static struct cg_node *node_add(struct sample *s, const char *path,
 		return NULL;
 	node->depth = depth;
 	node->ok = false;
-	node->all_read = false;
+	node->cut = false;
 	workload_parse(path, &node->wl);
 	memset(&node->st, 0, sizeof(node->st));
 	s->n++;
@@ -374,7 +373,6 @@ static void read_node(struct walker *w, size_t len, unsigned int depth)
 	n = node_add(w->s, w->buf + w->rootlen, depth);
 	if (!n) {
 		diag_error(w->d, "out of memory");
-		w->oom = true;
 		return;
 	}
 	n->ok = ok;
@@ -403,15 +401,14 @@ static void list_error(struct walker *w, int err)
 }
 
 /*
- * Read the directory in w->buf[0..len) and those below it. Its node's
- * all_read says that it was listed and each child directory read, which
- * lets series.c take its own_ keys.
+ * Read the directory in w->buf[0..len) and those below it. A node whose
+ * children --depth (or MAX_WALK_DEPTH) leaves out is cut: its series is its
+ * subtree's counter, not its own_ keys (series.c).
  */
 static void walk(struct walker *w, size_t len, unsigned int depth,
 		 unsigned int below)
 {
 	size_t self = w->s->n;
-	bool all_read = true;
 	struct dirent *de;
 	DIR *dir;
 	int fd;
@@ -423,11 +420,14 @@ static void walk(struct walker *w, size_t len, unsigned int depth,
 	read_node(w, len, depth);
 	if (w->s->n == self)
 		return;		/* gone, or out of memory */
-	if (w->t->max_depth >= 0 && below >= (unsigned int)w->t->max_depth)
+	if (w->t->max_depth >= 0 && below >= (unsigned int)w->t->max_depth) {
+		w->s->nodes[self].cut = true;
 		return;
+	}
 	if (depth >= MAX_WALK_DEPTH) {
 		walk_error(w, "deeper than " STR(MAX_WALK_DEPTH)
 			   " levels, not descending", 0);
+		w->s->nodes[self].cut = true;
 		return;
 	}
 	/* the root itself may be a symlink (--root); nothing below it */
@@ -445,7 +445,7 @@ static void walk(struct walker *w, size_t len, unsigned int depth,
 		return;
 	}
 	while ((errno = 0, de = readdir(dir)) != NULL) {
-		size_t nlen = strlen(de->d_name), child = w->s->n;
+		size_t nlen = strlen(de->d_name);
 
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 ||
 		    !is_subdir(dir, de))
@@ -453,26 +453,16 @@ static void walk(struct walker *w, size_t len, unsigned int depth,
 		if (len + 1 + nlen + sizeof("/" CGE_STAT_FILE) > sizeof(w->buf) ||
 		    len + 1 + nlen >= PATH_MAX) {
 			walk_error(w, "a subdirectory's path is too long", 0);
-			all_read = false;
 			continue;
 		}
 		w->buf[len] = '/';
 		memcpy(w->buf + len + 1, de->d_name, nlen + 1);
 		walk(w, len + 1 + nlen, depth + 1, below + 1);
 		w->buf[len] = '\0';
-		/*
-		 * A child removed meanwhile has no node: the module's own_ keys
-		 * leave it out until they take it in, when its record is freed.
-		 */
-		if (w->oom || (w->s->n > child && !w->s->nodes[child].ok))
-			all_read = false;
 	}
-	if (errno) {
+	if (errno)
 		list_error(w, errno);
-		all_read = false;
-	}
 	closedir(dir);
-	w->s->nodes[self].all_read = all_read;
 }
 
 static int node_cmp(const void *a, const void *b)
@@ -520,7 +510,6 @@ static enum tree_rc sample_read(const struct tree *t, struct sample *s,
 	w->rootlen = strlen(t->root);
 	w->deadline = t->deadline_ns;
 	w->late = false;
-	w->oom = false;
 	for (size_t i = 0; i < t->npaths && !w->late; i++) {
 		const char *p = t->paths[i];
 		size_t len = w->rootlen;
@@ -551,12 +540,12 @@ static enum tree_rc sample_read(const struct tree *t, struct sample *s,
 		struct cg_node *prev = out > 0 ? &s->nodes[out - 1] : NULL;
 
 		if (prev && strcmp(prev->path, s->nodes[i].path) == 0) {
-			/* read twice, once with its children (all_read) */
+			/* read twice: cut only if cut in both walks */
 			if (!prev->ok && s->nodes[i].ok) {
 				prev->ok = true;
 				prev->st = s->nodes[i].st;
 			}
-			prev->all_read |= s->nodes[i].all_read;
+			prev->cut &= s->nodes[i].cut;
 			free(s->nodes[i].path);
 			continue;
 		}
@@ -603,9 +592,10 @@ static bool take_again(const struct tree *t, int walks, bool exact)
  * and its children count the same intervals and the own values (series.c)
  * add up to the root's exactly: up to TAKE_TRIES walks, else the last one
  * that finished before t->deadline_ns. Unless t->exact and some own value
- * is derived from several files (a module without own_ keys, a child
- * unread, PATHs below the root): one read across a sample could go down at
- * the next read, a counter reset to Prometheus. Then up to
+ * is derived from several files (a module without own_ keys; a cgroup
+ * --depth cuts in one PATH's walk with a descendant read in another's):
+ * one read across a sample could go down at the next read, a counter reset
+ * to Prometheus. Then up to
  * TAKE_TRIES_EXACT walks, or as many as t->deadline_ns allows, and else
  * TREE_TORN. series_own clamps what does not add up, counted in s->torn.
  */
