@@ -692,10 +692,13 @@ static int run_live(const struct opts *o, const struct tree *t, struct diag *d)
 	return failed || d->errors ? EXIT_PARTIAL : 0;
 }
 
+/* the signals that end energystat while --output writes */
+static const int output_sigs[] = { SIGTERM, SIGINT, SIGHUP };
+static struct sigaction output_old[ARRAY_SIZE(output_sigs)];
 /* --output's temporary file while it is being written, for output_signal() */
 static const char *volatile output_tmp;
 
-/* SIGTERM, SIGINT or SIGHUP while --output writes: no temporary file left */
+/* One of output_sigs: no temporary file left, then the signal's default. */
 static void output_signal(int sig)
 {
 	const char *tmp = output_tmp;
@@ -706,11 +709,39 @@ static void output_signal(int sig)
 	raise(sig);
 }
 
+/* Block output_sigs (SIG_BLOCK) or let them in again (SIG_UNBLOCK). */
+static void output_mask(int how)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	for (size_t i = 0; i < ARRAY_SIZE(output_sigs); i++)
+		sigaddset(&set, output_sigs[i]);
+	sigprocmask(how, &set, NULL);
+}
+
+/* output_signal() for each of output_sigs not ignored (nohup), or as before. */
+static void output_handle(bool on)
+{
+	struct sigaction sa = { .sa_handler = output_signal };
+
+	for (size_t i = 0; i < ARRAY_SIZE(output_sigs); i++) {
+		if (!on) {
+			sigaction(output_sigs[i], &output_old[i], NULL);
+			continue;
+		}
+		sigaction(output_sigs[i], NULL, &output_old[i]);
+		if (output_old[i].sa_handler != SIG_IGN)
+			sigaction(output_sigs[i], &sa, NULL);
+	}
+}
+
 /*
  * --output: standard output goes to a new temporary file beside FILE
  * (FILE.XXXXXX, which node_exporter's *.prom glob does not match), renamed
  * over FILE once written, so a reader sees the old file or the new one,
- * never a part. Returns the temporary file's name (to free), NULL on error.
+ * never a part; SIGTERM, SIGINT or SIGHUP meanwhile removes it. Returns
+ * the temporary file's name (to free), NULL on error.
  */
 static char *output_open(const char *file)
 {
@@ -723,23 +754,26 @@ static char *output_open(const char *file)
 		return NULL;
 	}
 	sprintf(tmp, "%s.XXXXXX", file);
-	signal(SIGTERM, output_signal);
-	signal(SIGINT, output_signal);
-	signal(SIGHUP, output_signal);
+	output_mask(SIG_BLOCK);		/* no signal between these two */
+	output_handle(true);
 	fd = mkstemp(tmp);
 	if (fd >= 0)
 		output_tmp = tmp;
+	output_mask(SIG_UNBLOCK);
 	/* mkstemp's 0600, widened to what the umask lets a new file have */
 	mask = umask(0);
 	umask(mask);
 	if (fd < 0 || fchmod(fd, 0666 & ~mask) != 0 || fflush(stdout) != 0 ||
 	    dup2(fd, STDOUT_FILENO) < 0) {
 		diag_msg("cannot write %s: %s", tmp, strerror(errno));
+		output_mask(SIG_BLOCK);
 		if (fd >= 0) {
 			close(fd);
 			unlink(tmp);
 		}
 		output_tmp = NULL;
+		output_handle(false);
+		output_mask(SIG_UNBLOCK);
 		free(tmp);
 		return NULL;
 	}
@@ -750,14 +784,23 @@ static char *output_open(const char *file)
 /* Rename tmp over file when rc says something was shown, else remove it. */
 static int output_commit(char *tmp, const char *file, int rc)
 {
+	int err = 0;
+
 	if (rc != EXIT_NOTHING && (fflush(stdout) != 0 || ferror(stdout) ||
-				   fsync(STDOUT_FILENO) != 0 || rename(tmp, file) != 0)) {
-		diag_msg("cannot write %s: %s", file, strerror(errno));
-		rc = EXIT_NOTHING;
-	}
-	if (rc == EXIT_NOTHING)
+				   fsync(STDOUT_FILENO) != 0))
+		err = errno ? errno : EIO;
+	output_mask(SIG_BLOCK);		/* the file renamed or removed, and forgotten */
+	if (rc != EXIT_NOTHING && !err && rename(tmp, file) != 0)
+		err = errno;
+	if (rc == EXIT_NOTHING || err)
 		unlink(tmp);
 	output_tmp = NULL;
+	output_handle(false);
+	output_mask(SIG_UNBLOCK);
+	if (err) {
+		diag_msg("cannot write %s: %s", file, strerror(err));
+		rc = EXIT_NOTHING;
+	}
 	free(tmp);
 	return rc;
 }

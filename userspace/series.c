@@ -3,23 +3,24 @@
  * series.c - each cgroup's own share of its counters, so that series add up.
  *
  * A cgroup's counters include all its descendants', so a sum over cgroups
- * counts energy once per level. A cgroup's own value is its counter less
- * the counters of its nearest read descendants (its children, or where a
- * child could not be read, that child's read children): the energy of its
- * own tasks, of removed children, and of descendants that were not read or
- * not shown (below --depth). Summed over the nodes of a sample, the own
- * values give exactly the counters of the sample's top nodes: the root's,
- * when the whole tree is read between two of the module's samples.
+ * counts energy once per level. A cgroup's own value is what its own tasks
+ * and removed children used, and what its descendants not shown (below
+ * --depth) used: summed over the nodes of a sample, the own values give the
+ * counters of the sample's top nodes (the root's, for the whole tree),
+ * exactly for a read between two of the module's samples in which every
+ * cgroup could be read.
  *
- * The module's own_ keys say the same from one file (but for a removed
+ * The module's own_ keys say it from one file (but for a removed
  * child whose record the module still keeps, seconds after the rmdir: in no
  * series until its record is freed and its counters become its parent's
  * own_): such a value never goes down, however the walk goes. They are
  * taken for every cgroup but those --depth cuts (the subtree's counter):
  * a child that could not be read then drops out of the sum for that read,
  * and does not step into its parent's series and out again. Without own_
- * keys the value is derived from several files, and only a walk between two
- * samples makes it exact. Pure: no I/O.
+ * keys the value is derived, the counter less the counters of the nearest
+ * read descendants (its children, or where a child could not be read, that
+ * child's read children), and only a walk between two samples makes it
+ * exact. Pure: no I/O.
  */
 #include <stdlib.h>
 #include <string.h>
