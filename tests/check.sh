@@ -8,6 +8,12 @@
 # the integration suite on every kernel of the matrix) and debug (the stress
 # suite, lighter, on 6.1-rt, then on the KASAN/lockdep kernel, whose build
 # it waits for only after 6.1-rt has run).
+# The debug stage runs alongside the vm stage's second part: the guests of
+# that part leave about half of the host's CPU idle (they wait for samples),
+# and the debug stage's checks (kernel reports, exact conservation, records
+# freed, kmemleak) do not depend on speed. The vm stage's first part
+# (VM_SOLO: the throughput, nohz, calibration and scrape-timing tests) runs
+# alone. CGE_OVERLAP=0 runs the debug stage after the vm stage instead.
 # CGE_STAGES="host vm" runs a subset; an unknown stage name, or none, stops
 # the script with exit status 2 before any stage runs. CGE_CACHE (default
 # /var/cache/cgroup-energy) keeps downloads and builds between runs.
@@ -57,8 +63,12 @@ export CGE_CHECK
 STRESS_FLAVOURS=$(echo "${CGE_STRESS_FLAVOURS:-debug 6.1-rt}" | tr , ' ')
 OUT=$REPO/.build/check
 mkdir -p "$OUT"
-rm -f "$OUT"/*.xml "$OUT"/timings.tsv "$OUT"/timings.json
 cd "$REPO" || exit 1
+# The vm stage's tests that run with nothing beside them: their figures
+# (throughput ratios, per-interval times on nohz_full CPUs, recovered power,
+# scrape timing) depend on the host's speed.
+VM_SOLO="tests/test_accuracy.py tests/test_bench.py tests/test_calibrate_emu.py
+	tests/test_prometheus.py"
 
 failed=""
 summary=""
@@ -72,11 +82,14 @@ stage() { # stage NAME CMD...
 	t0=$(now)
 	"$@"
 	rc=$?
-	dt=$(( $(now) - t0 ))
-	[ $rc = 0 ] || failed="$failed $name"
-	printf '%s\t%s\t%s\n' "$name" "$dt" "$rc" >>"$OUT/timings.tsv"
-	summary="$summary$(printf '%-6s %5ss  %s' "$name" "$dt" \
-		"$([ $rc = 0 ] && echo ok || echo "FAILED (exit $rc)")")
+	record "$name" "$(( $(now) - t0 ))" "$rc"
+}
+
+record() { # record NAME SECONDS RC: a stage's line in timings and summary
+	[ "$3" = 0 ] || failed="$failed $1"
+	printf '%s\t%s\t%s\n' "$1" "$2" "$3" >>"$OUT/timings.tsv"
+	summary="$summary$(printf '%-6s %5ss  %s' "$1" "$2" \
+		"$([ "$3" = 0 ] && echo ok || echo "FAILED (exit $3)")")
 "
 }
 
@@ -101,15 +114,65 @@ debug_bg() {
 	stress_has_debug || return 0
 	echo "check: building the debug kernel in the background" \
 		"(log: $OUT/debugkernel.log)"
-	# its own process group, so that an interrupted run stops all of it
-	setsid nice -n 19 $PY tests/vm/debugkernel.py \
-		>"$OUT/debugkernel.log" 2>&1 &
+	# its own process group, so that an interrupted run stops all of it;
+	# its exit status in a file, which the debug stage reads (also when
+	# it runs beside the vm stage, in another process)
+	rm -f "$OUT/debugkernel.rc"
+	# shellcheck disable=SC2016 # expanded by the inner sh
+	setsid nice -n 19 sh -c '"$0" tests/vm/debugkernel.py; echo $? >"$1"' \
+		"$PY" "$OUT/debugkernel.rc" >"$OUT/debugkernel.log" 2>&1 &
 	DEBUG_BG=$!
 }
 
 vm_stage() {
-	pytest_stage vm -m vm \
-		--ignore=tests/test_stress.py tests
+	vrc=0
+	solo=""
+	ignore=""
+	for m in $VM_SOLO; do
+		[ -e "$m" ] || continue
+		solo="$solo $m"
+		ignore="$ignore --ignore=$m"
+	done
+	if [ -n "$solo" ]; then
+		# shellcheck disable=SC2086
+		pytest_stage vm-solo -m vm $solo || vrc=1
+	fi
+	debug_lane_start
+	# shellcheck disable=SC2086
+	pytest_stage vm -m vm --ignore=tests/test_stress.py $ignore tests ||
+		vrc=1
+	return $vrc
+}
+
+# The debug stage beside the vm stage: check.sh again, in its own process
+# group (an interrupted run stops all of it), running only that stage; its
+# output is shown when the vm stage is done.
+debug_lane_start() {
+	selected debug || return 0
+	[ "${CGE_OVERLAP:-1}" = 0 ] && return 0
+	echo "check: the debug stage starts beside the vm stage" \
+		"(log: $OUT/debug-lane.log, shown after the vm stage)"
+	rm -f "$OUT/debug-lane.tsv"
+	CGE_DEBUG_BG=${DEBUG_BG:-} setsid sh "$REPO/tests/check.sh" --debug-lane \
+		>"$OUT/debug-lane.log" 2>&1 &
+	DEBUG_LANE=$!
+}
+
+debug_lane_wait() {
+	wait "$DEBUG_LANE"
+	DEBUG_LANE=""
+	[ -z "${DEBUG_BG:-}" ] || wait "$DEBUG_BG"
+	DEBUG_BG=""
+	echo "==== check: stage debug (it ran beside the vm stage)"
+	cat "$OUT/debug-lane.log"
+	if [ -s "$OUT/debug-lane.tsv" ]; then
+		IFS='	' read -r dt rc <"$OUT/debug-lane.tsv"
+	else
+		dt=0
+		rc=1
+		echo "check: the debug stage left no result" >&2
+	fi
+	record debug "$dt" "$rc"
 }
 
 debug_stage() {
@@ -128,8 +191,15 @@ debug_stage() {
 	if [ -n "${DEBUG_BG:-}" ]; then
 		echo "check: waiting for the debug kernel build"
 		w0=$(now)
-		wait "$DEBUG_BG"
-		wrc=$?
+		# not wait(1): beside the vm stage, the build is not our child
+		# (and, ended, stays a zombie until check.sh reaps it)
+		while [ ! -s "$OUT/debugkernel.rc" ] &&
+			[ "$(cut -d' ' -f3 "/proc/$DEBUG_BG/stat" 2>/dev/null)" \
+				!= Z ] && kill -0 "$DEBUG_BG" 2>/dev/null; do
+			sleep 1
+		done
+		wrc=$(cat "$OUT/debugkernel.rc" 2>/dev/null)
+		wrc=${wrc:-255}
 		DEBUG_BG=""
 		printf 'debug-wait\t%s\t%s\n' "$(( $(now) - w0 ))" "$wrc" \
 			>>"$OUT/timings.tsv"
@@ -145,10 +215,26 @@ debug_stage() {
 	return $drc
 }
 
+if [ "${1:-}" = --debug-lane ]; then
+	DEBUG_BG=${CGE_DEBUG_BG:-}
+	t0=$(now)
+	debug_stage
+	rc=$?
+	printf '%s\t%s\n' "$(( $(now) - t0 ))" "$rc" >"$OUT/debug-lane.tsv"
+	exit $rc
+fi
+
+rm -f "$OUT"/*.xml "$OUT"/timings.tsv "$OUT"/timings.json
 CACHE=${CGE_CACHE:-/var/cache/cgroup-energy}
 CACHE_EMPTY=$([ -n "$(ls -A "$CACHE" 2>/dev/null)" ] && echo 0 || echo 1)
 DEBUG_BG=""
-trap '[ -z "$DEBUG_BG" ] || kill -TERM "-$DEBUG_BG" 2>/dev/null' EXIT
+DEBUG_LANE=""
+stop_background() {
+	for g in $DEBUG_BG $DEBUG_LANE; do
+		kill -TERM "-$g" 2>/dev/null
+	done
+}
+trap stop_background EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 T0=$(now)
@@ -162,7 +248,11 @@ stage host pytest_stage host -m "not vm" --ignore=tests/test_kunit.py tests \
 	bench/validate_selftest.py
 stage kunit pytest_stage kunit tests/test_kunit.py
 stage vm vm_stage
-stage debug debug_stage
+if [ -n "$DEBUG_LANE" ]; then
+	debug_lane_wait
+else
+	stage debug debug_stage
+fi
 
 echo "==== check: durations"
 printf '%s' "$summary"

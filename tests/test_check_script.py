@@ -10,6 +10,8 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[1]
 VALID = 'deps build style host kunit vm debug'
 
@@ -156,8 +158,71 @@ def test_stress_without_debug_kernel_builds_nothing(tmp_path):
     assert tsv == {'debug': 0}
 
 
-def test_interrupted_run_stops_the_debug_build(tmp_path):
+def vm_stubs(repo, debugkernel_rc=0):
+    """A solo vm test and a second-part vm test that, given WAIT_STRESS in
+    its environment, waits (10 s at most) for the debug kernel's stress to be
+    marked, then marks its own end."""
+    (repo / 'tests/test_accuracy.py').write_text(
+        'import os\nimport pytest\n\npytestmark = pytest.mark.vm\n\n\n'
+        'def test_solo():\n'
+        '    with open(os.environ["MARK"], "a") as f:\n'
+        '        f.write("solo\\n")\n')
+    (repo / 'tests/test_engine.py').write_text(
+        'import os\nimport time\nimport pytest\n\n'
+        'pytestmark = pytest.mark.vm\n\n\n'
+        'def test_rest():\n'
+        '    m = os.environ["MARK"]\n'
+        '    end = time.monotonic() + 10 * ("WAIT_STRESS" in os.environ)\n'
+        '    while time.monotonic() < end and \\\n'
+        '            "stress debug" not in open(m).read():\n'
+        '        time.sleep(0.05)\n'
+        '    with open(m, "a") as f:\n'
+        '        f.write("rest end\\n")\n')
+
+
+def test_debug_stage_runs_beside_the_vm_stage_second_part(tmp_path):
     repo = fake_repo(tmp_path)
+    vm_stubs(repo)
+    r, ran = check(repo, CGE_STAGES='vm debug', WAIT_STRESS='1',
+                   CGE_STRESS_FLAVOURS='6.1-rt,debug')
+    assert r.returncode == 0, r.stdout + r.stderr
+    # after the solo part, and done before the second part ended
+    assert ran == ['solo', 'stress 6.1-rt', 'stress debug', 'rest end'], ran
+    assert 'stage debug (it ran beside the vm stage)' in r.stdout
+    assert '1 passed' in r.stdout.split('stage debug (it ran')[1]
+    tsv, doc = timings(repo)
+    assert tsv == {'debug-wait': 0, 'vm': 0, 'debug': 0}, tsv
+    assert doc['tests']['passed'] == 4, doc
+
+
+def test_debug_stage_beside_vm_fails_on_a_failed_build(tmp_path):
+    repo = fake_repo(tmp_path, debugkernel_rc=3)
+    vm_stubs(repo)
+    r, ran = check(repo, CGE_STAGES='vm debug',
+                   CGE_STRESS_FLAVOURS='6.1-rt,debug')
+    assert r.returncode == 1, r.stdout + r.stderr
+    # the debug kernel's stress did not run; the rest ran in either order
+    assert ran[0] == 'solo' and sorted(ran[1:]) == ['rest end',
+                                                    'stress 6.1-rt'], ran
+    tsv, _ = timings(repo)
+    assert tsv == {'debug-wait': 3, 'vm': 0, 'debug': 1}, tsv
+
+
+def test_overlap_off_runs_the_debug_stage_after_vm(tmp_path):
+    repo = fake_repo(tmp_path)
+    vm_stubs(repo)
+    r, ran = check(repo, CGE_STAGES='vm debug', CGE_OVERLAP='0',
+                   CGE_STRESS_FLAVOURS='6.1-rt,debug')
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert ran == ['solo', 'rest end', 'stress 6.1-rt', 'stress debug'], ran
+
+
+@pytest.mark.parametrize('stages', ['debug', 'vm debug'])
+def test_interrupted_run_stops_the_debug_build(tmp_path, stages):
+    # 'vm debug': stopped while the debug stage, beside the vm stage, waits
+    # for the build
+    repo = fake_repo(tmp_path)
+    vm_stubs(repo)
     # the build forks a child, as make does, and both outlive the stress
     (repo / 'tests/vm/debugkernel.py').write_text(
         'import os, subprocess, time\n'
@@ -166,11 +231,14 @@ def test_interrupted_run_stops_the_debug_build(tmp_path):
         'time.sleep(60)\n')
     pids = repo / 'pids'
     e = {k: v for k, v in os.environ.items() if not k.startswith('CGE_')}
-    e.update(MARK=str(repo / 'mark'), PIDS=str(pids), CGE_STAGES='debug')
+    e.update(MARK=str(repo / 'mark'), PIDS=str(pids), CGE_STAGES=stages)
     p = subprocess.Popen(['/bin/sh', str(repo / 'tests/check.sh')], env=e,
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 30
-    while not (pids.exists() and pids.read_text()):
+    mark = repo / 'mark'
+    while not (pids.exists() and pids.read_text()) or (
+            stages != 'debug' and not (mark.exists() and
+                                       'stress 6.1-rt' in mark.read_text())):
         assert time.monotonic() < deadline and p.poll() is None
         time.sleep(0.05)
     p.terminate()
