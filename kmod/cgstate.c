@@ -43,6 +43,27 @@ static u64 cge_nr_records;
  */
 static unsigned int cge_ovf_slots;
 
+/*
+ * Grace periods for the grave, numbered: one call_rcu() in flight at a
+ * time (every kernel has it; polled grace-period cookies came in 5.12).
+ * cge_gp_asked is the number of the last one queued, written under
+ * cge_lock while none is in flight; the callback publishes it as
+ * cge_gp_done. A record unhashed while number N is in flight waits for
+ * N + 1, which began after it was unhashed.
+ */
+static struct rcu_head cge_gp_head;
+static unsigned long cge_gp_asked;
+static unsigned long cge_gp_done;
+static bool cge_gp_in_flight;
+
+static void cge_gp_passed(struct rcu_head *head)
+{
+	/* pairs with the reaper's acquire: the grace period is over */
+	smp_store_release(&cge_gp_done, cge_gp_asked);
+	/* pairs with the reaper's acquire: cge_gp_asked was read */
+	smp_store_release(&cge_gp_in_flight, false);
+}
+
 u64 cge_root_cgid(void)
 {
 	return cge_root->cgid;
@@ -145,7 +166,7 @@ static struct cge_rec *cge_rec_create(struct cgroup *cgrp)
  */
 struct cge_rec *cge_rec_get(u64 cgid, u64 parent_cgid)
 {
-	struct cge_rec *rec;
+	struct cge_rec *rec, *parent;
 	struct cgroup *cgrp;
 	unsigned int hops;
 
@@ -154,7 +175,10 @@ struct cge_rec *cge_rec_get(u64 cgid, u64 parent_cgid)
 		rec = cge_rec_find(cgid);
 		if (rec)
 			return rec;
-		cgrp = cge_cgroup_get_from_id(cgid);
+		/* the root's record holds no reference: its cgroup is static */
+		parent = parent_cgid ? cge_rec_find(parent_cgid) : NULL;
+		cgrp = cge_cgroup_get_from_id(cgid, !parent ? NULL :
+					      parent->cgrp ?: &cgrp_dfl_root.cgrp);
 		if (cgrp)
 			return cge_rec_create(cgrp);
 		cgid = parent_cgid ?: cge_gone_parent(cgid);
@@ -339,11 +363,14 @@ static void cge_rec_free(struct cge_rec *rec)
  */
 void cge_cgstate_reap(void)
 {
-	struct cge_rec *rec, *tmp;
+	struct cge_rec *rec, *tmp, *last;
+	unsigned long done;
 
 	lockdep_assert_held(&cge_lock);
+	/* pairs with cge_gp_passed(): the grace periods done are over */
+	done = smp_load_acquire(&cge_gp_done);
 	list_for_each_entry_safe(rec, tmp, &cge_grave, all) {
-		if (!poll_state_synchronize_rcu(rec->gp_cookie) ||
+		if (ULONG_CMP_LT(done, rec->gp_cookie) ||
 		    test_bit(CGE_OVF_QUEUED, &rec->ovf_queued) ||
 		    cge_rec_ovf_pending(rec) || rec->acc_idx)
 			continue;
@@ -363,8 +390,18 @@ void cge_cgstate_reap(void)
 		if (++rec->dead_passes < CGE_DEAD_PASSES)
 			continue;
 		hash_del_rcu(&rec->hnode);
-		rec->gp_cookie = get_state_synchronize_rcu();
+		rec->gp_cookie = cge_gp_asked + 1;
 		list_move_tail(&rec->all, &cge_grave);
+	}
+	if (list_empty(&cge_grave))
+		return;
+	last = list_last_entry(&cge_grave, struct cge_rec, all);
+	/* pairs with cge_gp_passed(): it no longer reads cge_gp_asked */
+	if (!smp_load_acquire(&cge_gp_in_flight) &&
+	    ULONG_CMP_LT(cge_gp_asked, last->gp_cookie)) {
+		cge_gp_asked++;
+		WRITE_ONCE(cge_gp_in_flight, true);
+		call_rcu(&cge_gp_head, cge_gp_passed);
 	}
 }
 
@@ -464,6 +501,8 @@ void cge_cgstate_exit(void)
 {
 	struct cge_rec *rec, *tmp;
 
+	/* cge_gp_passed() is module code: it must have run */
+	rcu_barrier();
 	mutex_lock(&cge_lock);
 	list_splice_tail_init(&cge_grave, &cge_all);
 	/* Children first: they were created after their parents. */

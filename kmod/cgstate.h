@@ -81,7 +81,7 @@ struct cge_rec {
 	struct cge_rec *parent;
 	struct hlist_head children;	/* their sibling nodes, cge_lock */
 	struct hlist_node sibling;
-	unsigned long gp_cookie;	/* RCU state when unhashed */
+	unsigned long gp_cookie;	/* grace period it waits for */
 	unsigned int dead_passes;
 	/*
 	 * Sampler only: while it is charged in the package being sampled,

@@ -20,10 +20,11 @@
 #include <linux/rcupdate.h>
 #include <linux/workqueue.h>
 #include <asm/msr.h>
+#include <asm/processor.h>
 #include <asm/topology.h>
 
-#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 1, 0)
-#error "cgroup-energy needs Linux 6.1 or later (kernfs, cgroup and sched_switch interfaces it uses)"
+#if LINUX_VERSION_CODE < KERNEL_VERSION(5, 10, 0)
+#error "cgroup-energy needs Linux 5.10 or later (the oldest kernel it is tested on)"
 #endif
 
 #ifndef CGE_HAVE_SIMPLE_INODE_INIT_TS
@@ -43,16 +44,67 @@
 #endif
 
 /* sched_switch gained prev_state in 5.18. */
+#if CGE_HAVE_SCHED_SWITCH_PREV_STATE
 #define CGE_SCHED_SWITCH_ARGS \
 	void *data, bool preempt, struct task_struct *prev, \
 	struct task_struct *next, unsigned int prev_state
+#else
+#define CGE_SCHED_SWITCH_ARGS \
+	void *data, bool preempt, struct task_struct *prev, \
+	struct task_struct *next
+#endif
 
-/* cgroup_get_from_id() returns ERR_PTR on failure since 6.1, NULL before. */
-static inline struct cgroup *cge_cgroup_get_from_id(u64 id)
+/*
+ * A cgroup of the default hierarchy by id, with a reference, or NULL once it
+ * is removed. cgroup_get_from_id() returns ERR_PTR on failure since 6.1,
+ * NULL before; 5.10 has no lookup by id that modules can call, so the
+ * children of @parent (the cgroup's parent, when known) are searched under
+ * RCU, or without it the whole hierarchy: O(children), or O(cgroups).
+ */
+static inline struct cgroup *cge_cgroup_get_from_id(u64 id,
+						    struct cgroup *parent)
 {
+#if CGE_HAVE_CGROUP_GET_FROM_ID
 	struct cgroup *cgrp = cgroup_get_from_id(id);
 
 	return IS_ERR_OR_NULL(cgrp) ? NULL : cgrp;
+#else
+	struct cgroup_subsys_state *pos;
+	struct cgroup *found = NULL;
+
+	rcu_read_lock();
+	if (parent) {
+		list_for_each_entry_rcu(pos, &parent->self.children, sibling)
+			if (cgroup_id(pos->cgroup) == id)
+				break;
+		if (list_entry_is_head(pos, &parent->self.children, sibling))
+			pos = NULL;
+	} else {
+		css_for_each_descendant_pre(pos, &cgrp_dfl_root.cgrp.self)
+			if (cgroup_id(pos->cgroup) == id)
+				break;
+	}
+	/* as cgroup_get_from_id(): not a removed one */
+	if (pos && (READ_ONCE(pos->flags) & CSS_ONLINE) &&
+	    cgroup_tryget(pos->cgroup))
+		found = pos->cgroup;
+	rcu_read_unlock();
+	return found;
+#endif
+}
+
+/*
+ * AMD's RAPL bit, CPUID 0x80000007 EDX bit 14: X86_FEATURE_RAPL where the
+ * kernel names it (not in 5.10), else that bit of the leaf the kernel keeps
+ * in x86_power.
+ */
+static inline bool cge_cpu_has_amd_rapl(void)
+{
+#if CGE_HAVE_X86_FEATURE_RAPL
+	return boot_cpu_has(X86_FEATURE_RAPL);
+#else
+	return boot_cpu_data.x86_power & BIT(14);
+#endif
 }
 
 /*
@@ -163,6 +215,17 @@ static inline unsigned int cge_max_dies_per_package(void)
 #define cge_unbound_wq system_dfl_wq
 #else
 #define cge_unbound_wq system_unbound_wq
+#endif
+
+/*
+ * The taint of a kernel that ran test code (the RAPL emulator of test
+ * builds): TAINT_TEST where it exists (not in 5.10), else the taint a user
+ * asks for.
+ */
+#if CGE_HAVE_TAINT_TEST
+#define CGE_TAINT_EMU TAINT_TEST
+#else
+#define CGE_TAINT_EMU TAINT_USER
 #endif
 
 #endif /* CGE_COMPAT_H */

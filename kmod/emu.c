@@ -37,6 +37,7 @@
 #include <linux/platform_device.h>
 #include <linux/pm.h>
 
+#include "compat.h"
 #include "emu.h"
 
 /* Intel SDM vol. 4, "MSRs in the 2nd Generation Intel Core Processor". */
@@ -775,7 +776,7 @@ int cge_emu_init(void)
 	if (ret)
 		goto err;
 	/* energy from no real counter: say so in the kernel's taint flags */
-	add_taint(TAINT_TEST, LOCKDEP_STILL_OK);
+	add_taint(CGE_TAINT_EMU, LOCKDEP_STILL_OK);
 	cge_emu_dir = debugfs_create_dir("cgroup_energy_emu", NULL);
 	debugfs_create_file("truth", 0444, cge_emu_dir, NULL,
 			    &cge_emu_truth_fops);

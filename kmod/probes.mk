@@ -31,9 +31,19 @@ CGE_HAVE_INODE_SET_CTIME_CURRENT := $(call cge_probe,include/linux/fs.h,inode_se
 # 6.9: topology_max_die_per_package() renamed topology_max_dies_per_package()
 CGE_HAVE_MAX_DIES := $(call cge_probe,arch/x86/include/asm/topology.h,topology_max_dies_per_package)
 
+# 5.18: sched_switch passes the previous task's state
+CGE_HAVE_SCHED_SWITCH_PREV_STATE := $(call cge_probe,include/trace/events/sched.h,unsigned int prev_state)
+# not in 5.10: cgroup_get_from_id()
+CGE_HAVE_CGROUP_GET_FROM_ID := $(call cge_probe,include/linux/cgroup.h,cgroup_get_from_id)
+# not in 5.10: X86_FEATURE_RAPL, AMD's CPUID RAPL bit
+CGE_HAVE_X86_FEATURE_RAPL := $(call cge_probe,arch/x86/include/asm/cpufeatures.h,X86_FEATURE_RAPL[[:space:]])
+# not in 5.10: TAINT_TEST (in linux/panic.h, which 5.10 does not have)
+CGE_HAVE_TAINT_TEST := $(call cge_probe,include/linux/panic.h,define TAINT_TEST)
+
 CGE_PROBES := SIMPLE_INODE_INIT_TS KN_NAME_RCU D_REVALIDATE_DIR \
 	      SET_DEFAULT_D_OP INODE_JUST_DROP RDMSRQ SYSTEM_DFL_WQ \
-	      INODE_SET_CTIME_CURRENT MAX_DIES
+	      INODE_SET_CTIME_CURRENT MAX_DIES SCHED_SWITCH_PREV_STATE \
+	      CGROUP_GET_FROM_ID X86_FEATURE_RAPL TAINT_TEST
 ccflags-y += $(foreach p,$(CGE_PROBES),-DCGE_HAVE_$(p)=$(CGE_HAVE_$(p)))
 # once per build: in the compile pass, not again when modpost reads this
 ifneq ($(findstring Makefile.build,$(MAKEFILE_LIST)),)

@@ -213,7 +213,7 @@ static bool cge_intel_has_rapl(u32 model)
  */
 static bool cge_amd_has_rapl(const struct cpuinfo_x86 *c)
 {
-	if (boot_cpu_has(X86_FEATURE_RAPL))
+	if (cge_cpu_has_amd_rapl())
 		return true;
 	if (c->x86_vendor == X86_VENDOR_AMD)
 		return c->x86 == 0x17 || c->x86 == 0x19 || c->x86 == 0x1a;

@@ -15,6 +15,8 @@ from vm import kernels, pins, sid
 
 # flavour -> (its Apt, the meta package newest() reads, what it depends on)
 SERIES = {
+    '5.10': (kernels.OLD['5.10'], 'linux-image-amd64',
+             'linux-image-5.10.0-99-amd64'),
     '6.1': (kernels.HOST, 'linux-image-amd64', 'linux-image-6.1.0-99-amd64'),
     'sid': (sid.APT_SID, 'linux-headers-amd64',
             'linux-headers-9.9.9+deb14-amd64'),
@@ -99,6 +101,29 @@ def test_lock_names_every_flavour():
         assert names & {f'linux-image-{pin.kver}', f'linux-binary-{pin.kver}'}, flavour
         assert f'linux-headers-{pin.kver}' in names, flavour
         assert all(re.fullmatch(r'[0-9][\w.+:~-]*', v) for v in pin.packages.values())
+
+
+def test_old_release_apt_has_its_own_sources_and_lists(monkeypatch):
+    # bullseye's packages come from its own sources list, lists and archive
+    # cache in CGE_CACHE, never from the host's apt state
+    ran = []
+    monkeypatch.setattr(kernels, '_run', lambda cmd, cwd=None: ran.append(cmd))
+    apt = kernels.apt_of('5.10')
+    assert apt is not kernels.HOST and kernels.apt_of('6.1') is kernels.HOST
+    apt.run(['apt-cache', 'policy', 'linux-image-amd64'])
+    d = kernels.cache_dir() / 'apt-bullseye'
+    assert ran == [['apt-cache',
+                    '-o', f'Dir::Etc::SourceList={d / "sources.list"}',
+                    '-o', 'Dir::Etc::SourceParts=/dev/null',
+                    '-o', f'Dir::State::Lists={d / "lists"}',
+                    '-o', f'Dir::Cache={d}',
+                    '-o', f'Dir::State::status={d / "status"}',
+                    'policy', 'linux-image-amd64']]
+    assert (d / 'sources.list').read_text() == (
+        'deb http://deb.debian.org/debian bullseye main\n'
+        'deb http://deb.debian.org/debian-security bullseye-security main\n')
+    assert (d / 'status').read_text() == ''
+    assert apt.lists() == d / 'lists' and apt.stamp().parent == d
 
 
 def test_lock_round_trip(tmp_path):

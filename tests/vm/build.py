@@ -60,7 +60,7 @@ def _make(k, mdir, what, args=()):
     if not k.kdir.is_dir():
         raise BuildError(f'no kernel build tree at {k.kdir}')
     cmd = ['make', '-C', str(k.kdir), f'M={mdir}',
-           f'-j{os.cpu_count() or 1}', *args, 'modules']
+           f'-j{os.cpu_count() or 1}', *k.make_vars, *args, 'modules']
     t0 = time.monotonic()
     if k.chroot:            # sid: headers and gcc live in a chroot
         cmd, r = kernels._sibling('sid').make_module(

@@ -3,9 +3,10 @@
 
     k = kernel('6.1')   # -> Kernel(.kver, .vmlinuz, .moddir, .kdir, .root)
 
-Flavours (FLAVOURS, what "all" means): 6.1, 6.1-rt, 6.12, 6.12-rt from Debian 12,
-and sid, a kernel of Debian unstable (tests/vm/sid.py: fetched and
-built for in a sid chroot).  OTHER_FLAVOURS are accepted by name but not part
+Flavours (FLAVOURS, what "all" means): 5.10 from Debian 11 (fetched with
+an apt of its own, OldApt: bullseye and bullseye-security), 6.1, 6.1-rt,
+6.12, 6.12-rt from Debian 12, and sid, a kernel of Debian unstable
+(tests/vm/sid.py: fetched and built for in a sid chroot).  OTHER_FLAVOURS are accepted by name but not part
 of "all": debug, a KASAN/lockdep kernel built from linux-source-6.1
 (tests/vm/debugkernel.py).
 
@@ -52,12 +53,17 @@ except ImportError:                       # run as a script
 
 # flavour -> (meta package, version prefix of the kernel release)
 FLAVOURS = {
+    '5.10': ('linux-image-amd64', '5.10.'),    # Debian 11: OldApt below
     '6.1': ('linux-image-amd64', '6.1.'),
     '6.1-rt': ('linux-image-rt-amd64', '6.1.'),
     '6.12': ('linux-image-6.12-amd64', '6.12.'),
     '6.12-rt': ('linux-image-6.12-rt-amd64', '6.12.'),
     'sid': ('linux-headers-amd64', ''),        # resolved in sid.py
 }
+# The compiler for a flavour whose headers name one Debian 12 lacks: 5.10's
+# ask for gcc-10 (Debian 11's); Debian 12's gcc-12 builds the module for it
+# without a warning, and 5.10's Kbuild does not compare compilers.
+HOST_CC = {'5.10': 'gcc'}
 # accepted by name, not in "all": the debug kernel (debugkernel.py)
 OTHER_FLAVOURS = ('debug',)
 APT_OPTS = ['-o', 'APT::Sandbox::User=root', '-q']
@@ -97,6 +103,12 @@ class Kernel:
     def kdir(self):
         base = self.chroot if self.chroot else self.root
         return base / 'usr/src' / f'linux-headers-{self.kver}'
+
+    @property
+    def make_vars(self):
+        """Variables every make against kdir needs (HOST_CC)."""
+        cc = HOST_CC.get(self.flavour)
+        return (f'CC={cc}',) if cc else ()
 
     @property
     def config(self):
@@ -327,6 +339,57 @@ def _first_error(stderr):
 HOST = Apt()
 
 
+class OldApt(Apt):
+    """apt for an older Debian release than the host's (bullseye for the 5.10
+    flavour): the host's apt with a sources list, lists and archive cache of
+    its own under $CGE_CACHE/apt-<suite>/, and an empty dpkg status (it only
+    queries and downloads). The host's debian-archive-keyring holds the
+    release's keys."""
+
+    def __init__(self, suite, sources):
+        super().__init__()
+        self.suite = suite
+        self.where = f'the {suite} apt'
+        self.sources = sources
+
+    def base(self):
+        d = cache_dir() / f'apt-{self.suite}'
+        for sub in ('lists/partial', 'archives/partial'):
+            (d / sub).mkdir(parents=True, exist_ok=True)
+        src = d / 'sources.list'
+        text = ''.join(f'deb {line}\n' for line in self.sources)
+        if not src.exists() or src.read_text() != text:
+            src.write_text(text)
+        (d / 'status').touch()
+        return d
+
+    def run(self, argv, cwd=None):
+        d = self.base()
+        opts = ['-o', f'Dir::Etc::SourceList={d / "sources.list"}',
+                '-o', 'Dir::Etc::SourceParts=/dev/null',
+                '-o', f'Dir::State::Lists={d / "lists"}',
+                '-o', f'Dir::Cache={d}',
+                '-o', f'Dir::State::status={d / "status"}']
+        return _run([argv[0], *opts, *argv[1:]], cwd=cwd)
+
+    def lists(self):
+        return self.base() / 'lists'
+
+    def stamp(self):
+        return self.base() / '.apt-update.stamp'
+
+
+MIRROR = 'http://deb.debian.org/debian'
+# Debian 11's kernel updates come from its security archive.
+OLD = {'5.10': OldApt('bullseye', [f'{MIRROR} bullseye main',
+                                   f'{MIRROR}-security bullseye-security main'])}
+
+
+def apt_of(flavour):
+    """The apt that resolves and fetches a flavour's packages (not sid's)."""
+    return OLD.get(flavour, HOST)
+
+
 def cached_versions(kver):
     """{package: Debian version} unpacked into the cache for kver (meta.json's
     debs, named <name>_<version>_<arch>.deb by apt-get download), or None if
@@ -353,8 +416,10 @@ def cached(kver, want=None):
     return have is not None and not differences(have, want or {})
 
 
-def newest(flavour, apt=HOST):
-    """Newest kernel release of a Debian 12 flavour in the apt lists, or None."""
+def newest(flavour, apt=None):
+    """Newest kernel release of a flavour (not sid) in the apt lists, or
+    None."""
+    apt = apt or apt_of(flavour)
     meta, prefix = FLAVOURS[flavour]
     rt = flavour.endswith('-rt')
     for d in apt.depends_retry(meta) or ():
@@ -446,8 +511,9 @@ def fetch_chosen(flavour, apt, is_cached, find, get):
 
 
 def _host(flavour):
-    """choose()'s arguments for a Debian 12 flavour."""
-    return (flavour, HOST, lambda pin: cached(pin.kver, pin.packages),
+    """choose()'s arguments for a flavour fetched by the host (not sid)."""
+    return (flavour, apt_of(flavour),
+            lambda pin: cached(pin.kver, pin.packages),
             lambda: newest(flavour))
 
 
@@ -502,8 +568,9 @@ def newest_pin(flavour):
                           + ', '.join(FLAVOURS))
     if flavour == 'sid':
         return _sibling('sid').newest_pin()
-    kver = archive_newest(flavour, HOST, lambda: newest(flavour))
-    return pin_of(HOST, kver, packages(kver))
+    apt = apt_of(flavour)
+    kver = archive_newest(flavour, apt, lambda: newest(flavour))
+    return pin_of(apt, kver, packages(kver, apt))
 
 
 def update_lock(flavours=FLAVOURS):
@@ -609,16 +676,16 @@ def unpack(kver, get_debs, finish, want=None):
     return dest
 
 
-def fetch(kver, pin=None):
-    """The cache directory of kver; fetched (the pin's exact versions if
-    given: a cache of other versions is fetched again) and unpacked if
+def fetch(kver, pin=None, apt=HOST):
+    """The cache directory of kver; fetched by apt (the pin's exact versions
+    if given: a cache of other versions is fetched again) and unpacked if
     needed."""
     def get_debs(tmp):
         debs = tmp / 'debs'
         debs.mkdir()
-        specs = pin.specs() if pin else packages(kver)
+        specs = pin.specs() if pin else packages(kver, apt)
         log(f'fetching {" ".join(specs)}')
-        HOST.download(specs, debs)
+        apt.download(specs, debs)
         return debs
     return unpack(kver, get_debs, lambda root: _fix_headers(root, kver),
                   pin.packages if pin else None)
@@ -631,7 +698,9 @@ def kernel(flavour):
         return _sibling('sid').kernel()
     if flavour == 'debug':
         return _sibling('debugkernel').kernel()
-    kver, d = fetch_chosen(*_host(flavour), fetch)
+    apt = apt_of(flavour)
+    kver, d = fetch_chosen(*_host(flavour),
+                           lambda kver, pin: fetch(kver, pin, apt))
     k = Kernel(flavour, kver, d)
     (kernels_dir() / f'{flavour}.kver').write_text(kver + '\n')
     return k
