@@ -34,6 +34,8 @@ def main():
             if not p.exists():
                 continue
             d = json.loads(p.read_text())
+            if not d.get('_can_nohz', True) and mode == 'nohz':
+                continue            # booted plain: no nohz_full (5.10)
             acc = d['s_accuracy']
             if 'error' in acc:
                 cells = [f"error: {acc['error']}"] * len(COLS)

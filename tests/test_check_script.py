@@ -26,6 +26,10 @@ def fake_repo(tmp_path, style='exit 0', debugkernel_rc=0):
         f'import sys\nprint("stub build")\nsys.exit({debugkernel_rc})\n')
     (tmp_path / 'tests/test_stress.py').write_text(
         'import os\n\n\ndef test_stub():\n'
+        '    if os.path.exists("/proc/self/autogroup"):\n'
+        '        with open(os.environ["MARK"] + ".nice", "a") as f:\n'
+        '            f.write(f"{os.nice(0)} {open(\'/proc/self/autogroup\')'
+        '.read()}")\n'
         '    with open(os.environ["MARK"], "a") as f:\n'
         '        f.write("stress " + os.environ["CGE_STRESS_FLAVOURS"]'
         ' + "\\n")\n')
@@ -172,7 +176,7 @@ def vm_stubs(repo, debugkernel_rc=0):
         'pytestmark = pytest.mark.vm\n\n\n'
         'def test_rest():\n'
         '    m = os.environ["MARK"]\n'
-        '    end = time.monotonic() + 10 * ("WAIT_STRESS" in os.environ)\n'
+        '    end = time.monotonic() + 60 * ("WAIT_STRESS" in os.environ)\n'
         '    while time.monotonic() < end and \\\n'
         '            "stress debug" not in open(m).read():\n'
         '        time.sleep(0.05)\n'
@@ -188,6 +192,15 @@ def test_debug_stage_runs_beside_the_vm_stage_second_part(tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
     # after the solo part, and done before the second part ended
     assert ran == ['solo', 'stress 6.1-rt', 'stress debug', 'rest end'], ran
+    # at nice 10, also where autogroups would make nice(1) count for nothing
+    nice = repo / 'mark.nice'
+    if nice.exists():
+        for line in nice.read_text().splitlines():
+            n, group = line.split(' ', 1)
+            assert n == '10', line
+            if Path('/proc/sys/kernel/sched_autogroup_enabled').read_text() \
+                    .strip() == '1':
+                assert group.endswith(' nice 10'), line
     assert 'stage debug (it ran beside the vm stage)' in r.stdout
     assert '1 passed' in r.stdout.split('stage debug (it ran')[1]
     tsv, doc = timings(repo)
@@ -206,6 +219,15 @@ def test_debug_stage_beside_vm_fails_on_a_failed_build(tmp_path):
                                                     'stress 6.1-rt'], ran
     tsv, _ = timings(repo)
     assert tsv == {'debug-wait': 3, 'vm': 0, 'debug': 1}, tsv
+
+
+def test_vm_alone_starts_no_debug_stage(tmp_path):
+    repo = fake_repo(tmp_path)
+    vm_stubs(repo)
+    r, ran = check(repo, CGE_STAGES='vm')
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert ran == ['solo', 'rest end'], ran
+    assert 'debug' not in timings(repo)[0]
 
 
 def test_overlap_off_runs_the_debug_stage_after_vm(tmp_path):

@@ -119,9 +119,11 @@ def test_old_release_apt_has_its_own_sources_and_lists(monkeypatch):
                     '-o', f'Dir::Cache={d}',
                     '-o', f'Dir::State::status={d / "status"}',
                     'policy', 'linux-image-amd64']]
+    k = '[signed-by=/usr/share/keyrings/debian-archive-keyring.gpg]'
     assert (d / 'sources.list').read_text() == (
-        'deb http://deb.debian.org/debian bullseye main\n'
-        'deb http://deb.debian.org/debian-security bullseye-security main\n')
+        f'deb {k} http://deb.debian.org/debian bullseye main\n'
+        f'deb {k} http://deb.debian.org/debian-security bullseye-security '
+        'main\n')
     assert (d / 'status').read_text() == ''
     assert apt.lists() == d / 'lists' and apt.stamp().parent == d
 

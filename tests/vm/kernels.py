@@ -380,9 +380,12 @@ class OldApt(Apt):
 
 
 MIRROR = 'http://deb.debian.org/debian'
-# Debian 11's kernel updates come from its security archive.
-OLD = {'5.10': OldApt('bullseye', [f'{MIRROR} bullseye main',
-                                   f'{MIRROR}-security bullseye-security main'])}
+KEYRING = '[signed-by=/usr/share/keyrings/debian-archive-keyring.gpg]'
+# Debian 11's kernel updates come from its security archive. (When Debian
+# moves bullseye to archive.debian.org, these lines move with it.)
+OLD = {'5.10': OldApt('bullseye', [
+    f'{KEYRING} {MIRROR} bullseye main',
+    f'{KEYRING} {MIRROR}-security bullseye-security main'])}
 
 
 def apt_of(flavour):
