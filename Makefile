@@ -33,10 +33,13 @@ style:
 check:
 	sh tests/check.sh
 
-# Pin the newest Debian kernel of each VM flavour in tests/vm/kernels.lock
-# (apt-get update first); commit the file when `make check` is green.
+# Pin the newest Debian kernel of each VM flavour in tests/vm/kernels.lock,
+# and of each headers series the compile sweep builds for in
+# tests/vm/sweep.lock (apt-get update first); commit both when `make check`
+# is green.
 kernels-update:
 	$(PYTHON) tests/vm/kernels.py --update
+	$(PYTHON) tests/vm/sweep.py --update
 
 demo:
 	sh tests/vm/demo.sh

@@ -4,26 +4,29 @@
 # each stage's duration and one closing line. Exit status non-zero if any
 # stage failed or the closing summary (timings.json) could not be written.
 #
-# Stages: deps, build, style, host (pytest, no VM), kunit (UML), vm (QEMU:
-# the integration suite on every kernel of the matrix) and debug (the stress
-# suite, lighter, on 6.1-rt, then on the KASAN/lockdep kernel, whose build
-# it waits for only after 6.1-rt has run).
-# The debug stage runs beside the vm stage's second part, at nice 10: the
-# guests of that part leave about half of the host's CPU idle (0.54 busy on
-# average over test_engine and test_rapl_emu on 6.1: they wait for samples),
-# which the debug stage's guests take, and the debug stage's checks (kernel
-# reports, exact conservation, records freed, kmemleak) do not depend on
-# speed. At equal priority two vm tests failed in one run (6.12-rt's sampler
-# at a 10 ms interval made 145 samples of 308, one late sample per overrun;
-# 6.12 made 40 ms of softirq where its premise wants 60): nice 10 leaves the
-# vm stage's guests about nine tenths of a saturated host. The vm stage's
-# first part (VM_SOLO: the throughput, nohz, calibration and scrape-timing
-# tests) runs alone. CGE_OVERLAP=0 runs the debug stage after the vm stage.
+# Stages: deps, build, style, host (pytest, no VM), kunit (UML), sweep (the
+# module built against every packaged kernel's headers, no boot:
+# tests/test_sweep.py), vm (QEMU: the integration suite on every kernel of
+# the matrix) and debug (the stress suite, lighter, on 6.1-rt, then on the
+# KASAN/lockdep kernel, whose build it waits for only after 6.1-rt has run).
+# The host, sweep and debug stages run beside the vm stage's second part, in
+# that order, at nice 10 (the lane: check.sh --lane): the guests of that part
+# leave about half of the host's CPU idle (0.54 busy on average over
+# test_engine and test_rapl_emu on 6.1: they wait for samples), which the
+# lane takes, and the lane's checks (test results, warnings, kernel reports,
+# exact conservation, records freed, kmemleak) do not depend on speed. At
+# equal priority two vm tests failed in one run (6.12-rt's sampler at a
+# 10 ms interval made 145 samples of 308, one late sample per overrun; 6.12
+# made 40 ms of softirq where its premise wants 60): nice 10 leaves the vm
+# stage's guests about nine tenths of a saturated host. The vm stage's first
+# part (VM_SOLO: the throughput, nohz, calibration and scrape-timing tests)
+# runs alone, before the lane starts. CGE_OVERLAP=0, or a run without the vm
+# stage, runs the stages one after another.
 # CGE_STAGES="host vm" runs a subset; an unknown stage name, or none, stops
 # the script with exit status 2 before any stage runs. CGE_CACHE (default
 # /var/cache/cgroup-energy) keeps downloads and builds between runs.
-# CGE_FLAVOURS (default "all": 5.10 6.1 6.1-rt 6.12 6.12-rt sid) selects the
-# kernels of the host and vm stages, CGE_STRESS_FLAVOURS (default
+# CGE_FLAVOURS (default "all": 5.10 6.1 6.1-rt 6.12 6.12-rt sid experimental)
+# selects the kernels of the host and vm stages, CGE_STRESS_FLAVOURS (default
 # "debug 6.1-rt"; blank- or comma-separated) the debug stage's.  The debug
 # kernel (tests/vm/debugkernel.py, about 25 CPU-minutes the first time) is
 # built in the background at nice 19 from the end of the deps stage on, so it
@@ -34,7 +37,9 @@
 # .build/check/timings.json.
 set -u
 
-ALL_STAGES="deps build style host kunit vm debug"
+ALL_STAGES="deps build style host kunit sweep vm debug"
+# the stages that run beside the vm stage's second part, in this order
+LANE_STAGES="host sweep debug"
 # CGE_STAGES split on blanks, without expanding wildcards.
 STAGES=""
 unknown=""
@@ -92,7 +97,7 @@ stage() { # stage NAME CMD...
 
 record() { # record NAME SECONDS RC: a stage's line in timings and summary
 	[ "$3" = 0 ] || failed="$failed $1"
-	printf '%s\t%s\t%s\n' "$1" "$2" "$3" >>"$OUT/timings.tsv"
+	printf '%s\t%s\t%s\n' "$1" "$2" "$3" >>"$TSV"
 	summary="$summary$(printf '%-6s %5ss  %s' "$1" "$2" \
 		"$([ "$3" = 0 ] && echo ok || echo "FAILED (exit $3)")")
 "
@@ -146,47 +151,58 @@ vm_stage() {
 		# shellcheck disable=SC2086
 		pytest_stage vm-solo -m vm $solo || vrc=1
 	fi
-	debug_lane_start
+	lane_start
 	# shellcheck disable=SC2086
 	pytest_stage vm -m vm --ignore=tests/test_stress.py $ignore tests ||
 		vrc=1
 	return $vrc
 }
 
-# The debug stage beside the vm stage: check.sh again, at nice 10, in its
-# own process group (an interrupted run stops all of it), running only that
-# stage; its output is shown when the vm stage is done.
-debug_lane_start() {
-	selected debug || return 0
-	[ "${CGE_OVERLAP:-1}" = 0 ] && return 0
-	echo "check: the debug stage starts beside the vm stage" \
-		"(log: $OUT/debug-lane.log, shown after the vm stage)"
-	rm -f "$OUT/debug-lane.tsv"
-	CGE_DEBUG_BG=${DEBUG_BG:-} setsid nice -n 10 \
-		sh "$REPO/tests/check.sh" --debug-lane \
-		>"$OUT/debug-lane.log" 2>&1 &
-	DEBUG_LANE=$!
+# The lane beside the vm stage: check.sh again, at nice 10, in its own
+# process group (an interrupted run stops all of it), running the selected
+# LANE_STAGES; its output is shown when the vm stage is done.
+lane_start() {
+	LANE=""
+	[ "$OVERLAP" = 1 ] || return 0
+	for s in $LANE_STAGES; do
+		selected "$s" && LANE="$LANE $s"
+	done
+	[ -n "$LANE" ] || return 0
+	echo "check: the stages$LANE start beside the vm stage" \
+		"(log: $OUT/lane.log, shown after the vm stage)"
+	rm -f "$OUT/lane.tsv"
+	CGE_DEBUG_BG=${DEBUG_BG:-} CGE_STAGES="$LANE" setsid nice -n 10 \
+		sh "$REPO/tests/check.sh" --lane >"$OUT/lane.log" 2>&1 &
+	LANE_PID=$!
 }
 
-debug_lane_wait() {
-	wait "$DEBUG_LANE"
-	DEBUG_LANE=""
+lane_wait() {
+	wait "$LANE_PID"
+	LANE_PID=""
 	if [ -n "${DEBUG_BG:-}" ]; then
-		# a lane that ended early does not wait for the build: nor do we
-		[ -s "$OUT/debug-lane.tsv" ] || kill -TERM "-$DEBUG_BG" 2>/dev/null
+		# a lane that ended before its debug stage did does not wait
+		# for the build: nor do we
+		grep -q '^debug	' "$OUT/lane.tsv" 2>/dev/null ||
+			kill -TERM "-$DEBUG_BG" 2>/dev/null
 		wait "$DEBUG_BG"
 	fi
 	DEBUG_BG=""
-	echo "==== check: stage debug (it ran beside the vm stage)"
-	cat "$OUT/debug-lane.log"
-	if [ -s "$OUT/debug-lane.tsv" ]; then
-		IFS='	' read -r dt rc <"$OUT/debug-lane.tsv"
-	else
-		dt=0
-		rc=1
-		echo "check: the debug stage left no result" >&2
-	fi
-	record debug "$dt" "$rc"
+	echo "==== check: stages$LANE (they ran beside the vm stage)"
+	cat "$OUT/lane.log"
+	for s in $LANE; do
+		line=$(grep "^$s	" "$OUT/lane.tsv" 2>/dev/null)
+		if [ -n "$line" ]; then
+			dt=$(echo "$line" | cut -f2)
+			rc=$(echo "$line" | cut -f3)
+		else
+			dt=0
+			rc=1
+			echo "check: the stage $s beside the vm stage left no" \
+				"result" >&2
+		fi
+		record "$s" "$dt" "$rc"
+	done
+	grep '^debug-wait	' "$OUT/lane.tsv" >>"$TSV" 2>/dev/null
 }
 
 debug_stage() {
@@ -216,7 +232,7 @@ debug_stage() {
 		wrc=${wrc:-255}
 		DEBUG_BG=""
 		printf 'debug-wait\t%s\t%s\n' "$(( $(now) - w0 ))" "$wrc" \
-			>>"$OUT/timings.tsv"
+			>>"$TSV"
 		# A failed build fails the stage; the debug kernel's stress is
 		# not run (it would build the kernel again, in the foreground).
 		if [ "$wrc" != 0 ]; then
@@ -229,25 +245,37 @@ debug_stage() {
 	return $drc
 }
 
-if [ "${1:-}" = --debug-lane ]; then
+host_stage() {
+	pytest_stage host -m "not vm and not sweep" --ignore=tests/test_kunit.py \
+		tests bench/validate_selftest.py
+}
+
+sweep_stage() {
+	pytest_stage sweep -m sweep tests/test_sweep.py
+}
+
+if [ "${1:-}" = --lane ]; then
 	# its own session (setsid), so its own autogroup: nice 10 for the
 	# whole group, where autogroups are on (else nice(1)'s counts)
 	echo 10 2>/dev/null >/proc/self/autogroup
 	DEBUG_BG=${CGE_DEBUG_BG:-}
-	t0=$(now)
-	debug_stage
-	rc=$?
-	printf '%s\t%s\n' "$(( $(now) - t0 ))" "$rc" >"$OUT/debug-lane.tsv"
-	exit $rc
+	TSV=$OUT/lane.tsv
+	summary=""
+	stage host host_stage
+	stage sweep sweep_stage
+	stage debug debug_stage
+	[ -z "$failed" ]
+	exit $?
 fi
 
-rm -f "$OUT"/*.xml "$OUT"/timings.tsv "$OUT"/timings.json
+TSV=$OUT/timings.tsv
+rm -f "$OUT"/*.xml "$TSV" "$OUT"/timings.json
 CACHE=${CGE_CACHE:-/var/cache/cgroup-energy}
 CACHE_EMPTY=$([ -n "$(ls -A "$CACHE" 2>/dev/null)" ] && echo 0 || echo 1)
 DEBUG_BG=""
-DEBUG_LANE=""
+LANE_PID=""
 stop_background() {
-	for g in $DEBUG_BG $DEBUG_LANE; do
+	for g in $DEBUG_BG $LANE_PID; do
 		kill -TERM "-$g" 2>/dev/null
 	done
 }
@@ -257,17 +285,22 @@ trap 'exit 143' TERM
 T0=$(now)
 # what is tested: the tree at the start (an edit during the run is not)
 DESCRIBE=$(git describe --always --dirty 2>/dev/null)
+# beside the vm stage's second part: the lane's stages (else in this order)
+OVERLAP=0
+if selected vm && [ "${CGE_OVERLAP:-1}" != 0 ]; then
+	OVERLAP=1
+fi
 stage deps sh tests/deps.sh
 debug_bg
 stage build make --no-print-directory tool
 stage style sh tests/style.sh
-stage host pytest_stage host -m "not vm" --ignore=tests/test_kunit.py tests \
-	bench/validate_selftest.py
+[ $OVERLAP = 1 ] || stage host host_stage
 stage kunit pytest_stage kunit tests/test_kunit.py
+[ $OVERLAP = 1 ] || stage sweep sweep_stage
 stage vm vm_stage
-if [ -n "$DEBUG_LANE" ]; then
-	debug_lane_wait
-else
+if [ -n "$LANE_PID" ]; then
+	lane_wait
+elif [ $OVERLAP = 0 ]; then
 	stage debug debug_stage
 fi
 

@@ -53,6 +53,9 @@ def pytest_addoption(parser):
 def pytest_configure(config):
     config.addinivalue_line(
         'markers', 'vm: boots a QEMU guest (deselect with -m "not vm")')
+    config.addinivalue_line(
+        'markers', 'sweep: builds the module against every packaged kernel '
+        '(tests/vm/sweep.py; deselect with -m "not sweep")')
 
 
 def selected_flavours(config):

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-VALID = 'deps build style host kunit vm debug'
+VALID = 'deps build style host kunit sweep vm debug'
 
 
 def fake_repo(tmp_path, style='exit 0', debugkernel_rc=0):
@@ -25,7 +25,8 @@ def fake_repo(tmp_path, style='exit 0', debugkernel_rc=0):
     (tmp_path / 'tests/vm/debugkernel.py').write_text(
         f'import sys\nprint("stub build")\nsys.exit({debugkernel_rc})\n')
     (tmp_path / 'tests/test_stress.py').write_text(
-        'import os\n\n\ndef test_stub():\n'
+        'import os\nimport pytest\n\npytestmark = pytest.mark.vm\n\n\n'
+        'def test_stub():\n'
         '    if os.path.exists("/proc/self/autogroup"):\n'
         '        with open(os.environ["MARK"] + ".nice", "a") as f:\n'
         '            f.write(f"{os.nice(0)} {open(\'/proc/self/autogroup\')'
@@ -201,11 +202,71 @@ def test_debug_stage_runs_beside_the_vm_stage_second_part(tmp_path):
             if Path('/proc/sys/kernel/sched_autogroup_enabled').read_text() \
                     .strip() == '1':
                 assert group.endswith(' nice 10'), line
-    assert 'stage debug (it ran beside the vm stage)' in r.stdout
-    assert '1 passed' in r.stdout.split('stage debug (it ran')[1]
+    assert 'stages debug (they ran beside the vm stage)' in r.stdout
+    assert '1 passed' in r.stdout.split('stages debug (they ran')[1]
     tsv, doc = timings(repo)
     assert tsv == {'debug-wait': 0, 'vm': 0, 'debug': 0}, tsv
     assert doc['tests']['passed'] == 4, doc
+
+
+def lane_stubs(repo):
+    """A host test and a sweep test that mark their run."""
+    for name, mark in (('test_host.py', ''), ('test_sweep.py', 'sweep')):
+        (repo / 'tests' / name).write_text(
+            'import os\nimport pytest\n\n\n'
+            + (f'@pytest.mark.{mark}\n' if mark else '')
+            + f'def test_{mark or "host"}():\n'
+            '    with open(os.environ["MARK"], "a") as f:\n'
+            f'        f.write("{mark or "host"}\\n")\n')
+    (repo / 'bench').mkdir()
+    (repo / 'bench/validate_selftest.py').write_text('')
+
+
+def test_host_and_sweep_run_in_the_lane_before_debug(tmp_path):
+    repo = fake_repo(tmp_path)
+    vm_stubs(repo)
+    lane_stubs(repo)
+    r, ran = check(repo, CGE_STAGES='host sweep vm debug', WAIT_STRESS='1',
+                   CGE_STRESS_FLAVOURS='debug')
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert ran == ['solo', 'host', 'sweep', 'stress debug', 'rest end'], ran
+    assert 'stages host sweep debug (they ran beside the vm stage)' in r.stdout
+    tsv, doc = timings(repo)
+    assert tsv == {'debug-wait': 0, 'vm': 0, 'host': 0, 'sweep': 0,
+                   'debug': 0}, tsv
+    assert doc['tests']['passed'] == 5, doc
+
+
+@pytest.mark.parametrize('stages, env, want', [
+    ('host sweep vm debug', {'CGE_OVERLAP': '0'},
+     ['host', 'sweep', 'solo', 'rest end', 'stress debug']),
+    ('host sweep', {}, ['host', 'sweep']),
+])
+def test_lane_stages_in_order_without_overlap(tmp_path, stages, env, want):
+    repo = fake_repo(tmp_path)
+    vm_stubs(repo)
+    lane_stubs(repo)
+    r, ran = check(repo, CGE_STAGES=stages, CGE_STRESS_FLAVOURS='debug',
+                   **env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert ran == want, ran
+    assert 'beside the vm stage' not in r.stdout
+
+
+def test_failed_lane_stage_fails_the_run(tmp_path):
+    repo = fake_repo(tmp_path)
+    vm_stubs(repo)
+    lane_stubs(repo)
+    (repo / 'tests/test_host.py').write_text('def test_host():\n'
+                                             '    assert False\n')
+    r, ran = check(repo, CGE_STAGES='host vm debug',
+                   CGE_STRESS_FLAVOURS='debug')
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert 'FAILED stages: host' in r.stdout
+    # the lane went on to its debug stage
+    assert 'stress debug' in ran, ran
+    tsv, _ = timings(repo)
+    assert tsv['host'] == 1 and tsv['debug'] == 0 and tsv['vm'] == 0, tsv
 
 
 def test_debug_stage_beside_vm_fails_on_a_failed_build(tmp_path):

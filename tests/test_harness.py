@@ -95,6 +95,8 @@ KVER_FORMS = {
     '6.12': r'6\.12\.\d+\S*(?<!-rt)-amd64',
     '6.12-rt': r'6\.12\.\d+\S*-rt-amd64',
     'sid': r'\d+\.\d+\.\d+\S*(?<!-rt)-amd64',
+    # a release candidate has no third number: 7.3-amd64
+    'experimental': r'\d+\.\d+(\.\d+\S*)?(?<!-rt)-amd64',
 }
 
 

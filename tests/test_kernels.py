@@ -20,6 +20,8 @@ SERIES = {
     '6.1': (kernels.HOST, 'linux-image-amd64', 'linux-image-6.1.0-99-amd64'),
     'sid': (sid.APT_SID, 'linux-headers-amd64',
             'linux-headers-9.9.9+deb14-amd64'),
+    'experimental': (sid.APTS['experimental'], 'linux-headers-amd64',
+                     'linux-headers-9.10-amd64'),
 }
 
 
@@ -80,11 +82,11 @@ def _cache(flavour, kver, version=None):
                 for n, v in pin.packages.items()}
     headers = f'linux-headers-{kver}'
     debs = [f'{n}_{v}_amd64.deb' for n, v in versions.items()
-            if flavour != 'sid' or n != headers]
+            if flavour not in kernels.CHROOT_FLAVOURS or n != headers]
     d = kernels.kernels_dir() / kver
     d.mkdir(parents=True)
     (d / 'meta.json').write_text(json.dumps({'kver': kver, 'debs': debs}))
-    if flavour == 'sid':
+    if flavour in kernels.CHROOT_FLAVOURS:
         (sid.chroot_dir() / 'usr/src' / headers).mkdir(parents=True)
         (sid.chroot_dir() / 'usr/src' / headers / 'Makefile').touch()
         (sid.chroot_dir() / 'var/lib/dpkg').mkdir(parents=True)
@@ -424,7 +426,7 @@ def test_sid_pin_gone_before_download_falls_back(monkeypatch, capsys):
     FakeApt({**_archive(_pin('sid')), dep: ['9.9.9-1']},
             {meta: [dep]}).install(monkeypatch, apt)
 
-    def fetch_image(kver, pin):
+    def fetch_image(kver, pin, apt):
         if pin:
             raise kernels.DownloadError('apt-get download failed:\nE: 404 Not Found')
         return kernels.kernels_dir() / kver
@@ -434,3 +436,30 @@ def test_sid_pin_gone_before_download_falls_back(monkeypatch, capsys):
     assert capsys.readouterr().err.endswith(
         f'is no longer in the archive (E: 404 Not Found); using {kver} '
         '(make kernels-update pins it)\n')
+
+
+def test_experimental_asks_the_chroot_apt_for_its_suite(monkeypatch):
+    """One chroot and one set of apt lists for sid and experimental: the
+    sources name both, and only experimental's queries make it the default
+    release (its Release file says NotAutomatic)."""
+    ch = sid.chroot_dir()
+    (ch / 'etc/apt').mkdir(parents=True)
+    (ch / 'etc/apt/sources.list').write_text(
+        'deb http://deb.debian.org/debian sid main\n')
+    sid.APT_SID.stamp().touch()
+    ran = []
+    monkeypatch.setattr(sid, 'make_chroot', lambda: ch)
+    monkeypatch.setattr(sid, 'run_in_chroot',
+                        lambda argv, cwd=None, check=True: ran.append(argv))
+    sid.APTS['experimental'].run(['apt-cache', 'depends', 'linux-headers-amd64'])
+    sid.APT_SID.run(['apt-cache', 'depends', 'linux-headers-amd64'])
+    assert ran == [['apt-cache', '-o', 'APT::Default-Release=experimental',
+                    'depends', 'linux-headers-amd64'],
+                   ['apt-cache', 'depends', 'linux-headers-amd64']]
+    assert (ch / 'etc/apt/sources.list').read_text() == (
+        'deb http://deb.debian.org/debian sid main\n'
+        'deb http://deb.debian.org/debian experimental main\n')
+    # the lists lack the new suite: the next query finds them stale
+    assert not sid.APT_SID.stamp().exists()
+    assert kernels.FLAVOURS['experimental'] and \
+        set(kernels.CHROOT_FLAVOURS) == set(sid.SUITES)

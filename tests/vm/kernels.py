@@ -5,8 +5,9 @@
 
 Flavours (FLAVOURS, what "all" means): 5.10 from Debian 11 (fetched with
 an apt of its own, OldApt: bullseye and bullseye-security), 6.1, 6.1-rt,
-6.12, 6.12-rt from Debian 12, and sid, a kernel of Debian unstable
-(tests/vm/sid.py: fetched and built for in a sid chroot).  OTHER_FLAVOURS are accepted by name but not part
+6.12, 6.12-rt from Debian 12, sid and experimental, the kernels of Debian
+unstable and experimental (tests/vm/sid.py: fetched and built for in a sid
+chroot).  OTHER_FLAVOURS are accepted by name but not part
 of "all": debug, a KASAN/lockdep kernel built from linux-source-6.1
 (tests/vm/debugkernel.py).
 
@@ -59,7 +60,10 @@ FLAVOURS = {
     '6.12': ('linux-image-6.12-amd64', '6.12.'),
     '6.12-rt': ('linux-image-6.12-rt-amd64', '6.12.'),
     'sid': ('linux-headers-amd64', ''),        # resolved in sid.py
+    'experimental': ('linux-headers-amd64', ''),   # resolved in sid.py
 }
+# flavours whose modules build in the sid chroot (sid.py)
+CHROOT_FLAVOURS = ('sid', 'experimental')
 # The compiler for a flavour whose headers name one Debian 12 lacks: 5.10's
 # ask for gcc-10 (Debian 11's); Debian 12's gcc-12 builds the module for it
 # without a warning, and 5.10's Kbuild does not compare compilers.
@@ -393,11 +397,11 @@ def apt_of(flavour):
     return OLD.get(flavour, HOST)
 
 
-def cached_versions(kver):
+def cached_versions(kver, base=None):
     """{package: Debian version} unpacked into the cache for kver (meta.json's
     debs, named <name>_<version>_<arch>.deb by apt-get download), or None if
-    kver is not complete in the cache."""
-    meta = kernels_dir() / kver / 'meta.json'
+    kver is not complete in the cache (base: kernels_dir())."""
+    meta = (base or kernels_dir()) / kver / 'meta.json'
     if not meta.exists():
         return None
     debs = json.loads(meta.read_text()).get('debs', [])
@@ -412,10 +416,10 @@ def differences(have, want):
             for n, v in want.items() if have.get(n) != v]
 
 
-def cached(kver, want=None):
+def cached(kver, want=None, base=None):
     """Is kver complete in the cache and, if want ({package: version}) is
     given, unpacked from exactly those versions?"""
-    have = cached_versions(kver)
+    have = cached_versions(kver, base)
     return have is not None and not differences(have, want or {})
 
 
@@ -522,8 +526,8 @@ def _host(flavour):
 
 def _choice(flavour):
     _check_flavour(flavour)
-    if flavour == 'sid':
-        return _sibling('sid').choice()
+    if flavour in CHROOT_FLAVOURS:
+        return _sibling('sid').choice(flavour)
     return choose(*_host(flavour))
 
 
@@ -569,8 +573,8 @@ def newest_pin(flavour):
     if flavour not in FLAVOURS:
         raise KernelError(f'{flavour!r} is not pinned; pinned: '
                           + ', '.join(FLAVOURS))
-    if flavour == 'sid':
-        return _sibling('sid').newest_pin()
+    if flavour in CHROOT_FLAVOURS:
+        return _sibling('sid').newest_pin(flavour)
     apt = apt_of(flavour)
     kver = archive_newest(flavour, apt, lambda: newest(flavour))
     return pin_of(apt, kver, packages(kver, apt))
@@ -606,10 +610,16 @@ def _fix_headers(root, kver):
         raise KernelError(f'no {mk}: linux-headers-{kver} did not unpack')
     # Debian's wrapper does `include /usr/src/linux-headers-*-common/Makefile`:
     # make it relative to the wrapper so the tree works where it is unpacked.
+    # Debian 14's wrapper also sets KBUILD_OUTPUT=/usr/src/linux-headers-
+    # <kver>: the same, or Kbuild (7.x) takes the directory it runs in for
+    # another output tree and writes its objects and a Makefile there.
     text = mk.read_text()
     fixed = re.sub(r'^include /usr/src/',
                    'include $(dir $(lastword $(MAKEFILE_LIST)))../',
                    text, flags=re.M)
+    fixed = re.sub(r'^KBUILD_OUTPUT=/usr/src/',
+                   'KBUILD_OUTPUT=$(abspath $(dir $(lastword $(MAKEFILE_LIST)))..)/',
+                   fixed, flags=re.M)
     mk.write_text(fixed)
     _relink_absolute(root)
     scripts = kdir / 'scripts'
@@ -635,21 +645,22 @@ def _unpack_debs(debs, root):
     return [f.name for f in files]
 
 
-def unpack(kver, get_debs, finish, want=None):
-    """Make $CGE_CACHE/kernels/<kver> exist, complete, once (file lock):
+def unpack(kver, get_debs, finish, want=None, base=None):
+    """Make $CGE_CACHE/kernels/<kver> (base/<kver>) exist, complete, once
+    (file lock):
     get_debs(tmp) downloads the .debs and returns their directory, they are
     unpacked into root/, finish(root) fixes the tree up, depmod runs, and the
     tree is renamed into place.  A cache unpacked from other versions than
     want ({package: version}, a pin's) is replaced, said in one line on
     stderr.  Returns its path."""
-    kd = kernels_dir()
+    kd = base or kernels_dir()
     dest = kd / kver
-    if cached(kver, want):
+    if cached(kver, want, kd):
         return dest
     with locked(kd / f'.{kver}.lock'):
-        if cached(kver, want):
+        if cached(kver, want, kd):
             return dest
-        have = cached_versions(kver)
+        have = cached_versions(kver, kd)
         if have is not None:
             log(f'{kver}: the cache holds '
                 f'{", ".join(differences(have, want))}; fetching again')
@@ -697,8 +708,8 @@ def fetch(kver, pin=None, apt=HOST):
 def kernel(flavour):
     """Resolve, fetch if needed, and describe the kernel of a flavour."""
     _check_flavour(flavour)
-    if flavour == 'sid':
-        return _sibling('sid').kernel()
+    if flavour in CHROOT_FLAVOURS:
+        return _sibling('sid').kernel(flavour)
     if flavour == 'debug':
         return _sibling('debugkernel').kernel()
     apt = apt_of(flavour)

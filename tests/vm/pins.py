@@ -73,10 +73,10 @@ def read(path=None):
     return out
 
 
-def write(pins, path=None):
+def write(pins, path=None, header=HEADER):
     """Rewrite the lock file with {flavour: Pin}, atomically."""
     path = path or LOCK
-    blocks = [HEADER]
+    blocks = [header]
     for flavour, pin in pins.items():
         lines = [f'[{flavour}]', f'kver = {pin.kver}']
         lines += [f'{n} = {v}' for n, v in pin.packages.items()]

@@ -1,16 +1,17 @@
 # SPDX-License-Identifier: GPL-2.0
-"""A kernel of Debian unstable (flavour 'sid', pinned in kernels.lock), and a sid chroot to
-build modules for it.
+"""The kernels of Debian unstable and experimental (flavours 'sid' and
+'experimental', pinned in kernels.lock), and a sid chroot to build modules
+for them.
 
-Its headers need the newest gcc, which Debian 12 lacks, so modules for it are
-built inside a `debootstrap --variant=minbase sid` chroot, cached:
+Their headers need the newest gcc, which Debian 12 lacks, so modules for them
+are built inside a `debootstrap --variant=minbase sid` chroot, cached:
 
     $CGE_CACHE/sid/chroot/          the chroot (made once, atomically renamed
                                     into place; headers added per kernel)
     $CGE_CACHE/kernels/<kver>/root/ linux-{base,binary,modules}-<kver>
                                     unpacked with dpkg-deb -x, like the others
 
-    k = kernel()                    # kernels.Kernel with .chroot set
+    k = kernel('sid')               # kernels.Kernel with .chroot set
     run_in_chroot(['make', ...], binds={host_dir: chroot_dir})
 
 Facts this relies on (measured here): the archive's sid Release file is dated
@@ -19,7 +20,12 @@ objtool needs /proc in the chroot; sid ships the kernel as linux-binary-<kver>
 (vmlinuz in /usr/lib/modules/<kver>/) plus linux-modules-<kver> (.ko.xz,
 decompressed by initramfs.py for busybox insmod) and linux-base-<kver>
 (config, modules.builtin: without it modprobe cannot tell that virtio_pci is
-built in).  Mounts (/proc, the module
+built in).  The chroot's apt has sid and experimental as sources;
+experimental's Release says NotAutomatic, so apt prefers sid's packages
+unless told otherwise: the experimental flavour's queries and downloads run
+with APT::Default-Release=experimental, and its headers, which only
+experimental has (with their -common, kbuild and linux-base), install beside
+sid's.  Mounts (/proc, the module
 build directory) are made in a private mount namespace (`unshare -m`), so they
 vanish with the command.
 
@@ -31,7 +37,8 @@ chroot's apt lists, refreshed once when stale or when they lack the pin; a
 pin gone from sid (from the lists, or when apt cannot fetch it) falls back to
 the newest (meta package linux-headers-amd64) with one line on stderr.
 
-CLI: sid.py [--resolve]   (prints the kver and the cache directory)
+CLI: sid.py [--flavour sid|experimental] [--resolve]
+     (prints the kver and the cache directory)
 """
 import argparse
 import os
@@ -54,6 +61,9 @@ APT = ['apt-get', '-q', '-y', '-o', 'Acquire::Check-Valid-Until=false',
        '-o', 'APT::Sandbox::User=root', '--no-install-recommends']
 BASE_PKGS = ['make', 'gcc', 'libc6-dev', 'kmod', 'xz-utils']
 META = 'linux-headers-amd64'
+# flavour -> the suite its kernel comes from; every suite is in the chroot's
+# sources.list
+SUITES = {'sid': 'sid', 'experimental': 'experimental'}
 
 
 class SidError(kernels.KernelError):
@@ -74,8 +84,10 @@ def chroot_dir():
     return sid_dir() / 'chroot'
 
 
-def run_in_chroot(cmd, binds=None, cwd=None, check=True, timeout=None):
-    """Run argv cmd in the chroot with /proc (and binds) mounted privately."""
+def run_in_chroot(cmd, binds=None, cwd=None, check=True, timeout=None,
+                  ro=()):
+    """Run argv cmd in the chroot with /proc (and binds: {host path: path
+    inside}) mounted privately; the host paths in ro are mounted read-only."""
     ch = chroot_dir()
     script = ['set -e', f'mount -t proc proc {shlex.quote(str(ch / "proc"))}']
     for host, inside in (binds or {}).items():
@@ -83,6 +95,8 @@ def run_in_chroot(cmd, binds=None, cwd=None, check=True, timeout=None):
         target.mkdir(parents=True, exist_ok=True)
         script.append(f'mount --bind {shlex.quote(str(host))} '
                       f'{shlex.quote(str(target))}')
+        if host in ro:
+            script.append(f'mount -o remount,bind,ro {shlex.quote(str(target))}')
     inner = shlex.join(cmd)
     if cwd:
         inner = f'cd {shlex.quote(str(cwd))} && {inner}'
@@ -134,7 +148,7 @@ def make_chroot():
             shutil.rmtree(tmp, ignore_errors=True)
             raise SidError(f'debootstrap failed ({r.returncode}):\n'
                            f'{(r.stdout + r.stderr)[-3000:]}\n{extra}')
-        (tmp / 'etc/apt/sources.list').write_text(f'deb {MIRROR} sid main\n')
+        _write_sources(tmp)
         (tmp / 'etc/apt/apt.conf.d/99cge').write_text(
             'Acquire::Check-Valid-Until "false";\n'
             'APT::Install-Recommends "false";\n'
@@ -145,13 +159,41 @@ def make_chroot():
     return ch
 
 
+def _sources_text():
+    return ''.join(f'deb {MIRROR} {suite} main\n'
+                   for suite in dict.fromkeys(SUITES.values()))
+
+
+def _write_sources(root):
+    """The chroot's sources.list names every suite of SUITES; True if it
+    changed (a chroot made before a suite was added)."""
+    src = root / 'etc/apt/sources.list'
+    text = _sources_text()
+    if src.exists() and src.read_text() == text:
+        return False
+    src.write_text(text)
+    return True
+
+
 class ChrootApt(kernels.Apt):
     """apt in the sid chroot: its own lists, stamp and once-per-process
-    update (made on first use)."""
-    where = 'the sid chroot'
+    update (made on first use); suite, if not sid, is the default release
+    of its queries and downloads."""
+
+    def __init__(self, suite='sid'):
+        super().__init__()
+        self.suite = suite
+        self.where = ('the sid chroot' if suite == 'sid'
+                      else f'the sid chroot ({suite})')
 
     def run(self, argv, cwd=None):
-        make_chroot()
+        ch = make_chroot()
+        if _write_sources(ch):
+            log(f'sources.list of the chroot now names {", ".join(SUITES)}')
+            self.stamp().unlink(missing_ok=True)
+        if self.suite != 'sid' and argv[0] in ('apt-cache', 'apt-get'):
+            argv = [argv[0], '-o', f'APT::Default-Release={self.suite}',
+                    *argv[1:]]
         return run_in_chroot(argv, cwd=cwd, check=False)
 
     def inside(self, path):
@@ -164,7 +206,8 @@ class ChrootApt(kernels.Apt):
         return sid_dir() / '.apt-update.stamp'
 
 
-APT_SID = ChrootApt()
+APTS = {flavour: ChrootApt(suite) for flavour, suite in SUITES.items()}
+APT_SID = APTS['sid']
 
 
 def _headers(kver):
@@ -197,39 +240,44 @@ def _cached(pin):
             and installed_version(headers) == pin.packages.get(headers))
 
 
-def newest():
-    """Newest kernel release of sid (e.g. '7.2.13+deb14-amd64'), or None."""
-    for d in APT_SID.depends_retry(META) or ():
+def newest(flavour='sid'):
+    """Newest kernel release of the flavour's suite (e.g.
+    '7.2.13+deb14-amd64'), or None."""
+    for d in APTS[flavour].depends_retry(META) or ():
         if d.startswith('linux-headers-') and d.endswith('-amd64'):
             return d.removeprefix('linux-headers-')
     return None
 
 
-def choice():
-    """(kver, Pin or None): the pinned sid kernel, or the newest (kernels.choose)."""
-    return kernels.choose('sid', APT_SID, _cached, newest)
+def choice(flavour='sid'):
+    """(kver, Pin or None): the pinned kernel of the flavour, or the newest
+    (kernels.choose)."""
+    return kernels.choose(flavour, APTS[flavour], _cached,
+                          lambda: newest(flavour))
 
 
-def resolve():
-    """The sid kernel release the suite boots."""
-    return choice()[0]
+def resolve(flavour='sid'):
+    """The kernel release the suite boots for the flavour."""
+    return choice(flavour)[0]
 
 
-def image_packages(kver):
+def image_packages(kver, apt=APT_SID):
     """Binary packages holding the kernel image and its modules: sid splits
     linux-image-<kver> (now empty) into linux-base (config, System.map,
     modules.builtin), linux-binary (vmlinuz) and linux-modules."""
     split = [f'linux-base-{kver}', f'linux-binary-{kver}',
              f'linux-modules-{kver}']
-    known = APT_SID.candidates(split)
+    known = apt.candidates(split)
     return [n for n in split if n in known] or [f'linux-image-{kver}']
 
 
-def newest_pin():
-    """Pin of sid's newest kernel: image packages and headers (kernels.lock)."""
-    kver = kernels.archive_newest('sid', APT_SID, newest)
-    return kernels.pin_of(APT_SID, kver,
-                          [*image_packages(kver), _headers(kver)])
+def newest_pin(flavour='sid'):
+    """Pin of the flavour's newest kernel: image packages and headers
+    (kernels.lock)."""
+    apt = APTS[flavour]
+    kver = kernels.archive_newest(flavour, apt, lambda: newest(flavour))
+    return kernels.pin_of(apt, kver,
+                          [*image_packages(kver, apt), _headers(kver)])
 
 
 def install_headers(kver, pin=None):
@@ -257,6 +305,29 @@ def install_headers(kver, pin=None):
                 f'{(r.stdout + r.stderr).strip()[-3000:]}')
 
 
+def install_compiler(cc):
+    """Make the compiler cc (e.g. x86_64-linux-gnu-gcc-14) exist in the
+    chroot: apt-get install gcc-<major> unless it does (tests/vm/sweep.py
+    builds for trixie's and forky's kernels with their own gcc)."""
+    m = re.fullmatch(r'(?:x86_64-linux-gnu-)?gcc-(\d+)', cc)
+    if not m:
+        raise SidError(f'not a Debian gcc: {cc}')
+    if (make_chroot() / 'usr/bin' / cc).exists():
+        return
+    with kernels.locked(sid_dir() / '.headers.lock'):
+        if (chroot_dir() / 'usr/bin' / cc).exists():
+            return
+        log(f'installing gcc-{m[1]} in the sid chroot')
+        r = _apt('install', f'gcc-{m[1]}', check=False)
+        if r.returncode != 0:
+            APT_SID.update()
+            r = _apt('install', f'gcc-{m[1]}', check=False)
+        if r.returncode != 0 or not (chroot_dir() / 'usr/bin' / cc).exists():
+            raise kernels.DownloadError(
+                f'apt-get install gcc-{m[1]} failed in the sid chroot:\n'
+                f'{(r.stdout + r.stderr).strip()[-3000:]}')
+
+
 def _usr_merged(root, kver):
     # merged /usr: give the host's depmod/modprobe a /lib/modules
     if not (root / 'lib').exists():
@@ -265,33 +336,35 @@ def _usr_merged(root, kver):
         raise SidError(f'no modules for {kver} in the image packages')
 
 
-def fetch_image(kver, pin=None):
+def fetch_image(kver, pin=None, apt=APT_SID):
     """Unpack the image and modules into $CGE_CACHE/kernels/<kver>/root."""
     def get_debs(tmp):
-        pkgs = pin.specs(_image_versions(pin)) if pin else image_packages(kver)
+        pkgs = (pin.specs(_image_versions(pin)) if pin
+                else image_packages(kver, apt))
         log(f'fetching {" ".join(pkgs)}')
         debs = chroot_dir() / 'tmp' / f'cge-debs-{os.getpid()}'
         shutil.rmtree(debs, ignore_errors=True)
         debs.mkdir(parents=True)
-        APT_SID.download(pkgs, debs)
+        apt.download(pkgs, debs)
         return debs
     return kernels.unpack(kver, get_debs, lambda root: _usr_merged(root, kver),
                           _image_versions(pin) if pin else None)
 
 
-def _fetch(kver, pin):
-    """The image unpacked (its cache directory) and the headers installed."""
-    d = fetch_image(kver, pin)
-    install_headers(kver, pin)
-    return d
+def kernel(flavour='sid'):
+    """Resolve, fetch and prepare the flavour's kernel (image unpacked,
+    headers installed in the chroot); a kernels.Kernel.  A pin that apt
+    cannot fetch gives way to the newest (kernels.fetch_chosen)."""
+    apt = APTS[flavour]
 
-
-def kernel():
-    """Resolve, fetch and prepare the sid kernel; a kernels.Kernel.  A pin
-    that apt cannot fetch gives way to the newest (kernels.fetch_chosen)."""
-    kver, d = kernels.fetch_chosen('sid', APT_SID, _cached, newest, _fetch)
-    (kernels.kernels_dir() / 'sid.kver').write_text(kver + '\n')
-    return kernels.Kernel('sid', kver, d, chroot=chroot_dir())
+    def get(kver, pin):
+        d = fetch_image(kver, pin, apt)
+        install_headers(kver, pin)
+        return d
+    kver, d = kernels.fetch_chosen(flavour, apt, _cached,
+                                   lambda: newest(flavour), get)
+    (kernels.kernels_dir() / f'{flavour}.kver').write_text(kver + '\n')
+    return kernels.Kernel(flavour, kver, d, chroot=chroot_dir())
 
 
 def make_module(k, mdir, targets=('modules',), jobs=None):
@@ -307,16 +380,17 @@ def make_module(k, mdir, targets=('modules',), jobs=None):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    ap.add_argument('--flavour', choices=SUITES, default='sid')
     ap.add_argument('--resolve', action='store_true',
                     help='only print the version (makes the chroot if needed)')
     a = ap.parse_args(argv)
     try:
         if a.resolve:
-            print(resolve())
+            print(resolve(a.flavour))
             return 0
         t0 = time.monotonic()
-        k = kernel()
-        print(f'sid\t{k.kver}\t{k.dir}\t{time.monotonic() - t0:.1f}s')
+        k = kernel(a.flavour)
+        print(f'{a.flavour}\t{k.kver}\t{k.dir}\t{time.monotonic() - t0:.1f}s')
     except kernels.KernelError as e:
         print(f'sid: error: {e}', file=sys.stderr)
         return 1
