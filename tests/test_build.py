@@ -62,8 +62,9 @@ def test_tool_builds_without_kernel_headers(tmp_path):
 # both outcomes somewhere in it, so both branches of kmod/compat.h compile.
 # 6.12 is Debian's, with system_dfl_wq backported; sid and experimental are
 # the newest.
-# Debian's 6.1 has inode_set_ctime_current() backported: no kernel of the
-# matrix lacks it yet (a vanilla 6.1.0 does), so its 0 is not built here.
+# Debian's 5.10 and 6.1 have inode_set_ctime_current() backported: no
+# kernel of the matrix, nor of the compile sweep, lacks it (a vanilla 6.1.0
+# does); its 0 branch is built by test_probe_branch_no_packaged_kernel_takes.
 NEW_IN_5_10 = ('SCHED_SWITCH_PREV_STATE', 'CGROUP_GET_FROM_ID',
                'X86_FEATURE_RAPL', 'TAINT_TEST')
 PROBES_EXPECTED = {
@@ -101,6 +102,27 @@ def test_feature_probes_both_outcomes():
     assert got == PROBES_EXPECTED, got
     for name in set(PROBES_EXPECTED['6.1']) - ONE_OUTCOME:
         assert {got[f][name] for f in got} == {0, 1}, name
+
+
+@pytest.mark.parametrize('probe', sorted(ONE_OUTCOME))
+def test_probe_branch_no_packaged_kernel_takes(tmp_path, probe):
+    """The 0 branch of a probe whose interface every packaged kernel has,
+    built against 5.10 with the probe's result overridden on make's command
+    line: 5.10 has the fields the fallback uses, as kernels before the
+    backport do. W=1, no warning."""
+    k = kernels.kernel('5.10')
+    for n in ('Kbuild', 'kmod', 'include'):
+        src = REPO / n
+        (shutil.copytree if src.is_dir() else shutil.copy)(src, tmp_path / n)
+    r = subprocess.run(['make', '-C', str(k.kdir), f'M={tmp_path}', 'W=1',
+                        '-j2', *k.make_vars, f'CGE_HAVE_{probe}=0', 'modules'],
+                       capture_output=True, text=True)
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, out[-4000:]
+    assert (tmp_path / 'cgroup_energy.ko').exists()
+    assert f' {probe}=0 ' in out, 'the override did not reach the build'
+    warnings = [ln for ln in out.splitlines() if 'warning:' in ln]
+    assert not warnings, '\n'.join(warnings)
 
 
 def test_below_minimum_kernel_is_one_sentence(tmp_path):
