@@ -280,6 +280,7 @@ stop_background() {
 	done
 }
 trap stop_background EXIT
+trap 'exit 129' HUP
 trap 'exit 130' INT
 trap 'exit 143' TERM
 T0=$(now)

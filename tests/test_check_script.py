@@ -194,11 +194,12 @@ def test_debug_stage_runs_beside_the_vm_stage_second_part(tmp_path):
     # after the solo part, and done before the second part ended
     assert ran == ['solo', 'stress 6.1-rt', 'stress debug', 'rest end'], ran
     # at nice 10, also where autogroups would make nice(1) count for nothing
+    # (nice(1) adds to the test's own: 10 more, at most 19)
     nice = repo / 'mark.nice'
     if nice.exists():
         for line in nice.read_text().splitlines():
             n, group = line.split(' ', 1)
-            assert n == '10', line
+            assert int(n) == min(19, os.nice(0) + 10), line
             if Path('/proc/sys/kernel/sched_autogroup_enabled').read_text() \
                     .strip() == '1':
                 assert group.endswith(' nice 10'), line

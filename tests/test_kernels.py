@@ -28,14 +28,16 @@ SERIES = {
 class FakeApt:
     """apt-cache over a dict {package: [versions]}; counts apt-get update."""
 
-    def __init__(self, archive, depends, age=0.0):
+    def __init__(self, archive, depends, age=0.0, suite='experimental'):
         self.archive, self.deps, self.age, self.updates = archive, depends, age, 0
+        self.suite = suite
         self.asked = []
 
     def query(self, cmd, *args):
         self.asked.append((cmd, *args))
         if cmd == 'madison':
-            return ''.join(f'{n} | {v} | fake\n' for n in args
+            return ''.join(f'{n} | {v} | fake {self.suite}/main amd64 '
+                           'Packages\n' for n in args
                            for v in self.archive.get(n, ()))
         if cmd == 'show':                   # --no-all-versions NAME...
             return ''.join(f'Package: {n}\nVersion: {self.archive[n][-1]}\n\n'
@@ -374,11 +376,14 @@ def test_sid_headers_of_other_version_are_replaced(monkeypatch, capsys):
     pin = _pin('sid')
     _cache('sid', pin.kver, version='0.0-1')
     calls = []
-    monkeypatch.setattr(sid, '_apt', lambda *args, check=True: calls.append(args)
-                        or subprocess.CompletedProcess(args, 0, '', ''))
+    monkeypatch.setattr(sid, 'run_in_chroot',
+                        lambda argv, check=True: calls.append(tuple(argv))
+                        or subprocess.CompletedProcess(argv, 0, '', ''))
     sid.install_headers(pin.kver, pin)
     spec = f'linux-headers-{pin.kver}={pin.packages[f"linux-headers-{pin.kver}"]}'
-    assert calls == [('install', '--allow-downgrades', spec)]
+    # dpkg first finishes what an interrupted install left
+    assert calls == [('dpkg', '--configure', '-a'),
+                     (*sid.APT, 'install', '--allow-downgrades', spec)]
     assert capsys.readouterr().err == (f'sid: installing {spec} in the sid '
                                        'chroot (replacing 0.0-1)\n')
 
@@ -447,6 +452,9 @@ def test_experimental_asks_the_chroot_apt_for_its_suite(monkeypatch):
     (ch / 'etc/apt/sources.list').write_text(
         'deb http://deb.debian.org/debian sid main\n')
     sid.APT_SID.stamp().touch()
+    (ch / 'var/lib/apt/lists').mkdir(parents=True)
+    (ch / 'var/lib/apt/lists/x_sid_main_binary-amd64_Packages').touch()
+    assert sid.APT_SID.age() < 60
     ran = []
     monkeypatch.setattr(sid, 'make_chroot', lambda: ch)
     monkeypatch.setattr(sid, 'run_in_chroot',
@@ -460,6 +468,51 @@ def test_experimental_asks_the_chroot_apt_for_its_suite(monkeypatch):
         'deb http://deb.debian.org/debian sid main\n'
         'deb http://deb.debian.org/debian experimental main\n')
     # the lists lack the new suite: the next query finds them stale
-    assert not sid.APT_SID.stamp().exists()
+    assert sid.APT_SID.age() == float('inf')
     assert kernels.FLAVOURS['experimental'] and \
         set(kernels.CHROOT_FLAVOURS) == set(sid.SUITES)
+
+
+@pytest.mark.parametrize('suite, want', [('experimental', '7.3-amd64'),
+                                         ('sid', None)])
+def test_experimental_is_not_sids_kernel(monkeypatch, capsys, suite, want):
+    """With experimental's default release, apt answers for a meta package
+    experimental does not have with sid's: that is no experimental kernel."""
+    FakeApt({'linux-headers-7.3-amd64': ['7.3-1']},
+            {'linux-headers-amd64': ['linux-headers-7.3-amd64']},
+            suite=suite).install(monkeypatch, sid.APTS['experimental'])
+    assert sid.newest('experimental') == want
+    assert capsys.readouterr().err == ('' if want else
+        'sid: experimental: linux-headers-amd64 leads to '
+        'linux-headers-7.3-amd64, which is not from experimental\n')
+
+
+def test_headers_wrapper_made_relative(tmp_path):
+    """Debian 14's wrapper Makefile names /usr/src twice; after the fix-up
+    its KBUILD_OUTPUT is the wrapper's own directory wherever the tree is
+    unpacked, also where it is used after other makefiles were read."""
+    kver = '7.2.1+deb14-amd64'
+    src = tmp_path / 'root/usr/src'
+    (src / 'linux-headers-7.2.1+deb14-common').mkdir(parents=True)
+    (src / 'linux-headers-7.2.1+deb14-common/other.mk').write_text('X := 1\n')
+    (src / 'linux-headers-7.2.1+deb14-common/Makefile').write_text(
+        'include $(dir $(lastword $(MAKEFILE_LIST)))other.mk\n'
+        'all:\n\t@echo "OUT=$(realpath $(KBUILD_OUTPUT))"\n')
+    kdir = src / f'linux-headers-{kver}'
+    (kdir / 'scripts').mkdir(parents=True)
+    (kdir / 'Makefile').write_text(
+        f'KBUILD_OUTPUT=/usr/src/linux-headers-{kver}\n'
+        'include /usr/src/linux-headers-7.2.1+deb14-common/Makefile\n')
+    kernels._fix_headers(tmp_path / 'root', kver)
+    assert '/usr/src/' not in (kdir / 'Makefile').read_text()
+    r = subprocess.run(['make', '-s', '-C', str(kdir)], capture_output=True,
+                       text=True, check=True)
+    assert r.stdout.strip() == f'OUT={kdir.resolve()}'
+
+
+def test_headers_wrapper_naming_usr_src_otherwise_is_refused(tmp_path):
+    kdir = tmp_path / 'root/usr/src/linux-headers-1.0-amd64'
+    (kdir / 'scripts').mkdir(parents=True)
+    (kdir / 'Makefile').write_text('export O = /usr/src/elsewhere\n')
+    with pytest.raises(kernels.KernelError, match='still names /usr/src/'):
+        kernels._fix_headers(tmp_path / 'root', '1.0-amd64')

@@ -162,9 +162,9 @@ def _check_flavour(flavour):
 
 
 @contextlib.contextmanager
-def locked(path):
+def locked(path, shared=False):
     with open(path, 'w') as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
+        fcntl.flock(f, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
         try:
             yield
         finally:
@@ -617,9 +617,14 @@ def _fix_headers(root, kver):
     fixed = re.sub(r'^include /usr/src/',
                    'include $(dir $(lastword $(MAKEFILE_LIST)))../',
                    text, flags=re.M)
+    # (:=, so that MAKEFILE_LIST is this wrapper's, not that of where
+    # the variable is used)
     fixed = re.sub(r'^KBUILD_OUTPUT=/usr/src/',
-                   'KBUILD_OUTPUT=$(abspath $(dir $(lastword $(MAKEFILE_LIST)))..)/',
+                   'KBUILD_OUTPUT := $(abspath $(dir $(lastword $(MAKEFILE_LIST)))..)/',
                    fixed, flags=re.M)
+    if '/usr/src/' in fixed:
+        raise KernelError(f'{mk} still names /usr/src/ after the fix-up:\n'
+                          f'{fixed}')
     mk.write_text(fixed)
     _relink_absolute(root)
     scripts = kdir / 'scripts'

@@ -120,6 +120,15 @@ def _apt(*args, check=True):
     return run_in_chroot([*APT, *args], check=check)
 
 
+def _install(*specs):
+    """apt-get install specs in the chroot, while no build runs there (a
+    build holds the use lock shared; an install may replace its compiler);
+    first, dpkg finishes what an interrupted install left."""
+    with kernels.locked(sid_dir() / '.use.lock'):
+        run_in_chroot(['dpkg', '--configure', '-a'], check=False)
+        return _apt('install', '--allow-downgrades', *specs, check=False)
+
+
 def make_chroot():
     """debootstrap the chroot once (atomic); returns its path."""
     ch = chroot_dir()
@@ -176,9 +185,11 @@ def _write_sources(root):
 
 
 class ChrootApt(kernels.Apt):
-    """apt in the sid chroot: its own lists, stamp and once-per-process
-    update (made on first use); suite, if not sid, is the default release
-    of its queries and downloads."""
+    """apt in the sid chroot (made on first use): its lists and stamp, which
+    the instances for sid and experimental share (each runs `apt-get
+    update` at most once per process, and not within 60 s of the other's);
+    suite, if not sid, is the default release of its queries and
+    downloads."""
 
     def __init__(self, suite='sid'):
         super().__init__()
@@ -189,8 +200,12 @@ class ChrootApt(kernels.Apt):
     def run(self, argv, cwd=None):
         ch = make_chroot()
         if _write_sources(ch):
+            # the lists lack the new suite: make them stale (age() is that
+            # of the newest list, or of the stamp), so the next
+            # refresh_if_stale() updates them
             log(f'sources.list of the chroot now names {", ".join(SUITES)}')
-            self.stamp().unlink(missing_ok=True)
+            for p in [*self.lists().glob('*_Packages*'), self.stamp()]:
+                p.unlink(missing_ok=True)
         if self.suite != 'sid' and argv[0] in ('apt-cache', 'apt-get'):
             argv = [argv[0], '-o', f'APT::Default-Release={self.suite}',
                     *argv[1:]]
@@ -240,12 +255,24 @@ def _cached(pin):
             and installed_version(headers) == pin.packages.get(headers))
 
 
+def in_suite(apt, pkg, suite):
+    """Do the apt lists have pkg from suite (apt-cache madison)?"""
+    out = apt.query('madison', pkg) or ''
+    return any(f' {suite}/' in line for line in out.splitlines())
+
+
 def newest(flavour='sid'):
     """Newest kernel release of the flavour's suite (e.g.
-    '7.2.13+deb14-amd64'), or None."""
-    for d in APTS[flavour].depends_retry(META) or ():
+    '7.2.13+deb14-amd64'), or None.  Where experimental has no
+    linux-headers-amd64 (Debian removes it from experimental once unstable
+    is newer) apt answers with sid's: that is not experimental's kernel."""
+    apt, suite = APTS[flavour], SUITES[flavour]
+    for d in apt.depends_retry(META) or ():
         if d.startswith('linux-headers-') and d.endswith('-amd64'):
-            return d.removeprefix('linux-headers-')
+            if suite == 'sid' or in_suite(apt, d, suite):
+                return d.removeprefix('linux-headers-')
+            log(f'{flavour}: {META} leads to {d}, which is not from {suite}')
+            return None
     return None
 
 
@@ -295,10 +322,10 @@ def install_headers(kver, pin=None):
         spec = f'{pkg}={want}' if want else pkg
         log(f'installing {spec} in the sid chroot'
             + (f' (replacing {have})' if have else ''))
-        r = _apt('install', '--allow-downgrades', spec, check=False)
+        r = _install(spec)
         if r.returncode != 0:
             APT_SID.update()
-            r = _apt('install', '--allow-downgrades', spec, check=False)
+            r = _install(spec)
         if r.returncode != 0:
             raise kernels.DownloadError(
                 f'apt-get install {spec} failed in the sid chroot:\n'
@@ -318,10 +345,10 @@ def install_compiler(cc):
         if (chroot_dir() / 'usr/bin' / cc).exists():
             return
         log(f'installing gcc-{m[1]} in the sid chroot')
-        r = _apt('install', f'gcc-{m[1]}', check=False)
+        r = _install(f'gcc-{m[1]}')
         if r.returncode != 0:
             APT_SID.update()
-            r = _apt('install', f'gcc-{m[1]}', check=False)
+            r = _install(f'gcc-{m[1]}')
         if r.returncode != 0 or not (chroot_dir() / 'usr/bin' / cc).exists():
             raise kernels.DownloadError(
                 f'apt-get install gcc-{m[1]} failed in the sid chroot:\n'
@@ -374,7 +401,8 @@ def make_module(k, mdir, targets=('modules',), jobs=None):
     inside = Path('/cge-build') / mdir.name
     cmd = ['make', '-C', f'/usr/src/linux-headers-{k.kver}', f'M={inside}',
            f'-j{jobs or os.cpu_count() or 1}', *targets]
-    r = run_in_chroot(cmd, binds={mdir: inside}, check=False)
+    with kernels.locked(sid_dir() / '.use.lock', shared=True):
+        r = run_in_chroot(cmd, binds={mdir: inside}, check=False)
     return ['chroot', str(chroot_dir()), *cmd], r
 
 

@@ -11,19 +11,23 @@ experimental's series point at one release candidate, whose own package is
 then its series too (linux-headers-7.3-amd64).  tests/vm/sweep.lock pins, per
 suite and series, the kernel release and the exact versions of its headers,
 -common and kbuild packages (pins.py's format); `make kernels-update`
-(sweep.py --update) pins the newest.  A pin that the cache holds needs no
-apt; one that the archive no longer has gives way to the series' newest, said
-in one line on stderr, as kernels.py does for the VM flavours.
+(sweep.py --update) pins the newest, and lists in the lock's header the
+series whose packages the apt lists name but the archive does not serve
+(HTTP HEAD of each).  A pin that the cache holds needs no apt; one that the
+archive no longer has gives way to the series' newest at its exact
+versions, said in one line on stderr and in the Result (pinned False).
 
 Each suite has an apt of its own (kernels.OldApt: sources, lists and archive
 cache under $CGE_CACHE/apt-<suite>/, Debian 12's archive keyring); bullseye's
 is the 5.10 flavour's.  The headers are unpacked into
-$CGE_CACHE/sweep/<kver>/root/ (kernels.unpack).
+$CGE_CACHE/sweep/<suite>/<kver>/root/ (kernels.unpack).
 
 Compilers: each kernel is built with the gcc its headers name
 (CONFIG_CC_VERSION_TEXT), on the host for gcc 12 (Debian 12's), in the sid
-chroot for newer ones (gcc-14, gcc-15, gcc-16, installed there on first use;
-their kbuild tools need a newer libc than Debian 12's too).  bullseye's
+chroot for newer ones (gcc-14 and gcc-16 today, installed there on first
+use; their kbuild tools need a newer libc than Debian 12's too; the headers
+are mounted read-only there).  Each build starts from scratch; a line with
+"warning:" in any case (the compiler's, modpost's) counts as a warning.  bullseye's
 headers name gcc-10, which neither has: Debian 12's gcc-12 builds for them,
 as for the 5.10 flavour (kernels.HOST_CC), and its Kbuild does not compare
 compilers.  The flags are the kernel's own (no W=1): what a DKMS build on
@@ -81,15 +85,19 @@ SUITES = {
 SERIES = re.compile(r'linux-headers-((?:\d+\.\d+-)?(?:cloud-|rt-)?amd64)')
 HOST_GCC = 12                   # Debian 12's
 BUILD_CC = {10: 'gcc-12'}       # bullseye's gcc-10: Debian 12's gcc-12
+# the compiler's warnings and modpost's (WARNING: modpost: ...)
+WARNING = re.compile(r'\bwarning:', re.I)
 
 
 def log(msg):
     print(f'sweep: {msg}', file=sys.stderr, flush=True)
 
 
-def sweep_dir():
-    d = kernels.cache_dir() / 'sweep'
-    d.mkdir(exist_ok=True)
+def sweep_dir(suite):
+    """$CGE_CACHE/sweep/<suite>: two suites may hold one kernel release at
+    two Debian revisions (forky and sid)."""
+    d = kernels.cache_dir() / 'sweep' / suite
+    d.mkdir(parents=True, exist_ok=True)
     return d
 
 
@@ -113,8 +121,10 @@ def series(suite):
         apt.update()
         names = (apt.query('pkgnames', 'linux-headers-') or '').split()
     out, seen = {}, set()
-    # metas first (no digit): experimental's candidate package then dedupes
-    for name in sorted(names, key=lambda n: (bool(re.search(r'\d', n)), n)):
+    # A meta whose kernel's headers are themselves a series name (in
+    # experimental, linux-headers-amd64 -> linux-headers-7.3-amd64) is left
+    # out: that package, which depends on linux-kbuild, is the series.
+    for name in sorted(names):
         m = SERIES.fullmatch(name)
         if not m:
             continue
@@ -203,7 +213,8 @@ class Target:
     suite: str
     series: str
     kver: str
-    pin: pins.Pin | None        # None: the series' newest, not pinned
+    pin: pins.Pin               # the lock's, or the series' newest
+    pinned: bool = True         # the lock's pin
 
     @property
     def name(self):
@@ -224,42 +235,42 @@ def targets():
     return out
 
 
-def _fetch(t, pin):
+def _fetch(t):
     apt = SUITES[t.suite]
 
     def get_debs(tmp):
         debs = tmp / 'debs'
         debs.mkdir()
-        specs = pin.specs() if pin else headers_packages(apt, t.kver)
-        log(f'{t.name}: fetching {" ".join(specs)}')
-        apt.download(specs, debs)
+        log(f'{t.name}: fetching {" ".join(t.pin.specs())}')
+        apt.download(t.pin.specs(), debs)
         return debs
 
     def finish(root):
         (root / 'lib/modules' / t.kver).mkdir(parents=True, exist_ok=True)
         kernels._fix_headers(root, t.kver)
-    return kernels.unpack(t.kver, get_debs, finish,
-                          pin.packages if pin else None, sweep_dir())
+    return kernels.unpack(t.kver, get_debs, finish, t.pin.packages,
+                          sweep_dir(t.suite))
 
 
 def fetch(t):
-    """The cache directory of t's headers: the pin's, else (it left the
-    archive) the series' newest, said in one line on stderr."""
-    if t.pin and kernels.cached(t.kver, t.pin.packages, sweep_dir()):
-        return sweep_dir() / t.kver
+    """The cache directory of t's headers at the pin's exact versions;
+    if the archive no longer has them, the series' newest, pinned now
+    (t.pinned False) and said in one line on stderr."""
     try:
-        return _fetch(t, t.pin)
+        return _fetch(t)
     except kernels.DownloadError as e:
-        if t.pin is None:
-            raise
+        apt = SUITES[t.suite]
         kver = series(t.suite).get(t.series)
         if kver is None:
             raise
+        pin = kernels.pin_of(apt, kver, headers_packages(apt, kver))
+        if pin == t.pin:
+            raise
         log(f'{t.name}: pinned {t.kver} ({t.pin.version}) is no longer in '
             f'the archive ({kernels._first_error(str(e))}); using {kver} '
-            '(make kernels-update pins it)')
-        t.kver, t.pin = kver, None
-        return _fetch(t, None)
+            f'({pin.version}; make kernels-update pins it)')
+        t.kver, t.pin, t.pinned = kver, pin, False
+        return _fetch(t)
 
 
 def compiler(kdir):
@@ -278,7 +289,8 @@ class Result:
     suite: str
     series: str
     kver: str
-    version: str
+    version: str            # of linux-headers-<kver>
+    pinned: bool            # at the lock's versions
     cc_named: str
     cc_used: str
     where: str              # host or sid chroot
@@ -309,20 +321,21 @@ def build(t, jobs=None):
         where = 'sid chroot'
         sid.install_compiler(cc)
         inside = Path('/cge-sweep') / t.kver
-        r = sid.run_in_chroot(
-            ['make', '-C', f'{inside}/root/usr/src/linux-headers-{t.kver}',
-             f'M=/cge-build/{mdir.name}', f'-j{jobs}', f'CC={cc}', 'modules'],
-            binds={d: inside, mdir: f'/cge-build/{mdir.name}'}, ro={d},
-            check=False)
+        with kernels.locked(sid.sid_dir() / '.use.lock', shared=True):
+            r = sid.run_in_chroot(
+                ['make', '-C', f'{inside}/root/usr/src/linux-headers-{t.kver}',
+                 f'M=/cge-build/{mdir.name}', f'-j{jobs}', f'CC={cc}',
+                 'modules'],
+                binds={d: inside, mdir: f'/cge-build/{mdir.name}'}, ro={d},
+                check=False)
     out = r.stdout + r.stderr
-    warnings = [ln for ln in out.splitlines() if 'warning:' in ln]
+    warnings = [ln for ln in out.splitlines() if WARNING.search(ln)]
     probes = next((ln for ln in out.splitlines()
                    if ln.startswith(f'{vmbuild.MODULE}: probes for ')), '')
     ok = r.returncode == 0 and (mdir / f'{vmbuild.MODULE}.ko').exists()
-    version = (t.pin.version if t.pin else
-               (kernels.cached_versions(t.kver, sweep_dir()) or {}).get(
-                   f'linux-headers-{t.kver}', '?'))
-    return Result(t.suite, t.series, t.kver, version, named, cc, where, ok,
+    version = t.pin.packages[f'linux-headers-{t.kver}']
+    return Result(t.suite, t.series, t.kver, version, t.pinned, named, cc,
+                  where, ok,
                   warnings, probes.split(': ', 2)[-1] if probes else '',
                   round(time.monotonic() - t0, 1),
                   '' if ok and not warnings
@@ -336,8 +349,9 @@ def run_all(out=None):
         try:
             res = build(t)
         except kernels.KernelError as e:
-            res = Result(t.suite, t.series, t.kver, t.pin.version if t.pin
-                         else '?', '', '', '', False, [], '', 0.0, str(e))
+            res = Result(t.suite, t.series, t.kver,
+                         t.pin.packages.get(f'linux-headers-{t.kver}', '?'),
+                         t.pinned, '', '', '', False, [], '', 0.0, str(e))
         log(f'{res.suite} {res.series}: {res.kver} '
             f'{"built" if res.built else "FAILED"} with {res.cc_used} '
             f'({res.where}) in {res.seconds} s, '
