@@ -493,10 +493,14 @@ def test_headers_wrapper_made_relative(tmp_path):
     unpacked, also where it is used after other makefiles were read."""
     kver = '7.2.1+deb14-amd64'
     src = tmp_path / 'root/usr/src'
-    (src / 'linux-headers-7.2.1+deb14-common').mkdir(parents=True)
-    (src / 'linux-headers-7.2.1+deb14-common/other.mk').write_text('X := 1\n')
+    # the common Makefile reads one from its scripts/ before it uses
+    # KBUILD_OUTPUT, as Kbuild's does: a recursive variable would then
+    # resolve against scripts/'s parent and name no directory
+    (src / 'linux-headers-7.2.1+deb14-common/scripts').mkdir(parents=True)
+    (src / 'linux-headers-7.2.1+deb14-common/scripts/Kbuild.include'
+     ).write_text('X := 1\n')
     (src / 'linux-headers-7.2.1+deb14-common/Makefile').write_text(
-        'include $(dir $(lastword $(MAKEFILE_LIST)))other.mk\n'
+        'include $(dir $(lastword $(MAKEFILE_LIST)))scripts/Kbuild.include\n'
         'all:\n\t@echo "OUT=$(realpath $(KBUILD_OUTPUT))"\n')
     kdir = src / f'linux-headers-{kver}'
     (kdir / 'scripts').mkdir(parents=True)
