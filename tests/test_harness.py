@@ -252,3 +252,10 @@ def test_qemu_abort_before_init_is_recognised():
     assert harness._qemu_abort_before_init(Res) is None
     Res.console = '[    2.2] pci 0000:00:02.0: BAR 0\n'
     assert harness._qemu_abort_before_init(Res) is None
+
+
+def test_boot_deadline_per_kernel():
+    # Debian's kernels boot in 6-12 s, the debug kernel in 43-62 s (harness)
+    assert harness.boot_deadline('experimental') == 90
+    assert harness.boot_deadline('6.1-rt') == 90
+    assert harness.boot_deadline('debug') == 240
