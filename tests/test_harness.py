@@ -160,6 +160,7 @@ def stub_boot(monkeypatch, tmp_path, script):
     `sh -c script` for QEMU."""
     monkeypatch.setenv('CGE_RUNS', str(tmp_path))
     monkeypatch.setattr(harness, 'BOOT_DEADLINE', 2)
+    monkeypatch.setattr(harness, 'DEBUG_BOOT_DEADLINE', 2)
     monkeypatch.setattr(harness, 'check_qemu', lambda: None)
     monkeypatch.setattr(harness.kernels, 'kernel',
                         lambda f: kernels.Kernel(f, '6.1.0-test', tmp_path))

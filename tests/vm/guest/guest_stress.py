@@ -13,7 +13,8 @@ Phases: kernel facts; a kmemleak baseline (what the kernel leaks by itself,
 before the module is loaded) and `clear`; load; cgroup churn with migrating
 tasks, readers of every energy.stat and parameter changes; unload/reload under
 a context-switch storm; CPU offline/online under readers and the storm;
-conservation; kmemleak scans with the module loaded and after it is unloaded.
+conservation; a kmemleak scan once the module is unloaded, its reports
+attributed to the module by the addresses it occupied.
 Prints one line 'CGE-RESULT {json}'; the host test asserts on it (and the
 harness fails the run on any kernel splat in the console or dmesg).
 """
@@ -54,6 +55,11 @@ N_HOTPLUG = int(os.environ.get('CGE_STRESS_HOTPLUG', 10))
 WINDOW = 24
 MOVE_EVERY = 2
 WALK_EVERY = WINDOW
+# How long the churn waits for the moves and walks still due when it ends:
+# a walk took 1.6 s alone (41 walks in the 67.5 s churn of 1,000 cgroups),
+# about 10 times as long beside the vm stage, so 600 s is a backlog of
+# some 35 walks; the debug flavour's VM timeout is 1,800 s.
+JOIN_S = 600
 # kernel log lines that mean a debug facility fired
 REPORT = re.compile(r'BUG:|WARNING:|KASAN|kmemleak: .*new suspected|'
                     r'possible circular locking|inconsistent lock state|'
@@ -100,14 +106,37 @@ def parse_kmemleak(text):
     return out
 
 
-# frames of module code: symbolised while loaded, raw module-space addresses
-# (0xffffffffa0000000 and up) once it is gone
-MOD_FRAME = re.compile(r'cgroup_energy|\[<ffffffff[a-f][0-9a-f]{7}>\] '
-                       r'0xffffffff[a-f][0-9a-f]{7}\s*$', re.M)
+# A backtrace frame as kmemleak prints it ("    [<%p>] %pS"): the first
+# address hashed (no no_hash_pointers), the second symbolised, as
+# "name+off/size [module]" while the code is there and as the raw address
+# once its module is gone.
+SYM_FRAME = re.compile(r'^\s*\[<[0-9a-f]+>\] \S+ \[cgroup_energy\]\s*$',
+                       re.M)
+RAW_FRAME = re.compile(r'^\s*\[<[0-9a-f]+>\] 0x([0-9a-f]+)\s*$', re.M)
 
 
-def involves_module(report):
-    return bool(MOD_FRAME.search(report['text']))
+def module_span(name='cgroup_energy'):
+    """[start, end) of the module's core memory (text, rodata, data), from
+    /proc/modules; RuntimeError if it is not loaded or the address is
+    hidden (kptr_restrict)."""
+    for line in Path('/proc/modules').read_text().splitlines():
+        f = line.split()
+        if f[0] == name:
+            start, size = int(f[5], 16), int(f[1])
+            if not start:
+                raise RuntimeError('/proc/modules hides module addresses')
+            return start, start + size
+    raise RuntimeError(f'{name} is not loaded')
+
+
+def involves_module(report, span=None):
+    """A frame of the module's code: symbolised, or a raw address in @span
+    (module_span() taken before it was unloaded)."""
+    if SYM_FRAME.search(report['text']):
+        return True
+    return span is not None and any(
+        span[0] <= int(a, 16) < span[1]
+        for a in RAW_FRAME.findall(report['text']))
 
 
 # ---- background load --------------------------------------------------------
@@ -185,16 +214,23 @@ class Readers:
                    for _ in range(n)]
 
     def walk(self):
+        assert self.due is not None, 'walk() is for paced readers'
         self.due.put(True)
+
+    def _gone(self, e):
+        self.errors[e.strerror] += 1
 
     def _loop(self):
         while not self.stop_ev.is_set():
             if self.due is not None and self.due.get() is None:
                 return
             if not EN.is_dir() or not (EN / 'energy.stat').exists():
+                self.errors['not mounted'] += 1
                 time.sleep(0.05)
                 continue
-            for dirpath, _, files in os.walk(EN):
+            # a directory removed between its listing and the visit: an
+            # error as a removed file is
+            for dirpath, _, files in os.walk(EN, onerror=self._gone):
                 for f in files:
                     p = os.path.join(dirpath, f)
                     try:
@@ -216,15 +252,21 @@ class Readers:
             t.start()
         return self
 
-    def __exit__(self, *exc):
-        if self.due is not None:
+    def __exit__(self, exc_type, *exc):
+        if self.due is not None and exc_type is None:
             for _ in self.ts:      # after the walks already due
                 self.due.put(None)
         else:
             self.stop_ev.set()
+            if self.due is not None:
+                for _ in self.ts:
+                    self.due.put(None)
         for t in self.ts:
-            t.join(600 if self.due is not None else 60)
+            t.join(JOIN_S)
         self.stop_ev.set()
+        if exc_type is None and any(t.is_alive() for t in self.ts):
+            raise RuntimeError(f'a reader still walking {JOIN_S} s after '
+                               'the block')
 
     def summary(self):
         return {'reads': self.reads, 'walks': self.walks,
@@ -305,7 +347,6 @@ def s_baseline(ctx):
     leaks = kmemleak_scan()
     write(KMEMLEAK, 'clear')
     return {'leaks': len(leaks), 'heads': [x['head'] for x in leaks][:20],
-            'module': sum(map(involves_module, leaks)),
             'sample': [x['text'] for x in leaks][:3]}
 
 
@@ -331,9 +372,10 @@ def s_churn(ctx):
                                '100000']) for us in (2000, 5000, 10000)]
     moves = {'ok': 0, 'gone': 0}
     due = queue.Queue()             # a move per item, None: stop
+    stop = threading.Event()        # the churn failed: no more moves
 
     def migrate():
-        while due.get() is not None:
+        while due.get() is not None and not stop.is_set():
             with lock:
                 live = list(window)
             p = rng.choice(tasks)           # one move per item: each is
@@ -394,9 +436,12 @@ def s_churn(ctx):
                     evict(old)
                     removed += 1
                 timing['evict_s'] += time.time() - t1
+        except BaseException:
+            stop.set()
+            raise
         finally:
             due.put(None)                   # after the moves already due
-            mover.join(600)
+            mover.join(JOIN_S)
             for p in tasks:
                 p.kill()
                 p.wait()
@@ -406,8 +451,11 @@ def s_churn(ctx):
                 if d.exists():
                     evict(d)
                     removed += 1
-        readers, params = rd.summary(), {'done': pc.done,
-                                         'refused': dict(pc.refused)}
+        if mover.is_alive():
+            raise RuntimeError(f'the mover still moving {JOIN_S} s after '
+                               'the churn')
+        params = {'done': pc.done, 'refused': dict(pc.refused)}
+    readers = rd.summary()          # the walks due are done
     churn_s = time.time() - t0
     end, reap_s = wait_records(records * 1.05 + 1)
     return {'created': created, 'removed': removed,
@@ -483,16 +531,19 @@ def s_final(ctx):
 def s_kmemleak(ctx):
     """One scan once the module is unloaded: an object it leaked while
     loaded is still unreferenced then, and one that only its own data still
-    pointed to has become so (its frames are raw module-space addresses
-    then: MOD_FRAME)."""
+    pointed to has become so.  Its code's frames are raw addresses then,
+    attributed by the span it occupied (module_span, read before rmmod)."""
     umount_en()
-    rmmod()
     if not KMEMLEAK.exists():
+        rmmod()
         return {'skipped': 'no kmemleak'}
+    span = module_span()
+    rmmod()
     found = kmemleak_scan()
-    mod = [x for x in found if involves_module(x)]
-    other = [x for x in found if not involves_module(x)]
+    mod = [x for x in found if involves_module(x, span)]
+    other = [x for x in found if not involves_module(x, span)]
     return {'unloaded': len(found), 'module': len(mod),
+            'span': [hex(a) for a in span],
             'module_reports': [x['text'] for x in mod][:10],
             'other_heads': [x['head'] for x in other][:20],
             'other_sample': [x['text'] for x in other][:3]}
