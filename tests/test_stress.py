@@ -72,18 +72,19 @@ def test_churn_with_migration_readers_and_params(res):
     assert r['removed'] == r['created'] and r['left'] == [], r['left']
     # moves and walks paced by the cgroups created (guest_stress.MOVE_EVERY,
     # WALK_EVERY): exact counts.  A move whose target was removed meanwhile
-    # fails: 2 of 500 on the debug kernel and 0 of 500 on 6.1-rt (1,000
+    # fails: 1-2 of 500 on the debug kernel and 0-3 of 500 on 6.1-rt (1,000
     # cgroups each); at most a tenth.
     pace, rd = r['pacing'], r['readers']
     moves = r['moves']['ok'] + r['moves']['gone']
     assert moves == r['created'] // pace['move_every'], r['moves']
     assert r['moves']['ok'] >= 0.9 * moves, r['moves']
     assert rd['walks'] == r['created'] // pace['walk_every'], rd
-    # A walk tries every energy.stat in the tree, a file or a directory
-    # removed under it counted as an error: at least the window's, at most
-    # twice as many (the root's two files, the churn's, the nested ones and
-    # the one being removed are a few); 28.6-29.5 on the debug kernel, 26.7
-    # on 6.1-rt.
+    # A walk (all of them while the churn runs) tries every energy.stat in
+    # the tree, a file or a directory removed under it counted as an error:
+    # at least the window's, at most twice as many (the others are a few:
+    # the root's two files, the churn's, the one being removed and, on the
+    # debug kernel, the baseline's two cgroups); 28.6-29.5 a walk on the
+    # debug kernel, 26.7-27.7 on 6.1-rt.
     tried = rd['reads'] + sum(rd['errors'].values())
     assert pace['window'] * rd['walks'] <= tried \
         <= 2 * pace['window'] * rd['walks'], rd

@@ -55,10 +55,11 @@ N_HOTPLUG = int(os.environ.get('CGE_STRESS_HOTPLUG', 10))
 WINDOW = 24
 MOVE_EVERY = 2
 WALK_EVERY = WINDOW
-# How long the churn waits for the moves and walks still due when it ends:
-# a walk took 1.6 s alone (41 walks in the 67.5 s churn of 1,000 cgroups),
-# about 10 times as long beside the vm stage, so 600 s is a backlog of
-# some 35 walks; the debug flavour's VM timeout is 1,800 s.
+# How long, in all, the churn waits for the moves and walks still due when
+# it ends: a walk is due every 1.1-1.6 s alone (41 in churns of 46-67.5 s
+# of 1,000 cgroups, and the walks kept up), about 10 times as rarely beside
+# the vm stage, so 600 s is a backlog of some 35 walks; the debug flavour's
+# VM timeout is 1,800 s.
 JOIN_S = 600
 # kernel log lines that mean a debug facility fired
 REPORT = re.compile(r'BUG:|WARNING:|KASAN|kmemleak: .*new suspected|'
@@ -115,11 +116,16 @@ SYM_FRAME = re.compile(r'^\s*\[<[0-9a-f]+>\] \S+ \[cgroup_energy\]\s*$',
 RAW_FRAME = re.compile(r'^\s*\[<[0-9a-f]+>\] 0x([0-9a-f]+)\s*$', re.M)
 
 
-def module_span(name='cgroup_energy'):
+def module_span(name='cgroup_energy', text=None):
     """[start, end) of the module's core memory (text, rodata, data), from
-    /proc/modules; RuntimeError if it is not loaded or the address is
-    hidden (kptr_restrict)."""
-    for line in Path('/proc/modules').read_text().splitlines():
+    /proc/modules (or @text in its format): the size it prints is the core's
+    once init is done.  The init sections are freed then; a frame there is
+    raw even while the module is loaded, and no leak can have only such a
+    frame: the module's init allocates through its core code.  RuntimeError
+    if the module is not loaded or its address is hidden (kptr_restrict)."""
+    if text is None:
+        text = Path('/proc/modules').read_text()
+    for line in text.splitlines():
         f = line.split()
         if f[0] == name:
             start, size = int(f[5], 16), int(f[1])
@@ -129,14 +135,24 @@ def module_span(name='cgroup_energy'):
     raise RuntimeError(f'{name} is not loaded')
 
 
-def involves_module(report, span=None):
-    """A frame of the module's code: symbolised, or a raw address in @span
-    (module_span() taken before it was unloaded)."""
+def involves_module(report, spans=()):
+    """A frame of the module's code: symbolised, or a raw address in one of
+    @spans (module_span() of each load, taken while it was loaded)."""
     if SYM_FRAME.search(report['text']):
         return True
-    return span is not None and any(
-        span[0] <= int(a, 16) < span[1]
-        for a in RAW_FRAME.findall(report['text']))
+    return any(lo <= int(a, 16) < hi
+               for a in RAW_FRAME.findall(report['text'])
+               for lo, hi in spans)
+
+
+# where each load of the module lay (on the debug kernel: kmemleak)
+SPANS = set()
+
+
+def load_module(params=''):
+    insmod(KO, params)
+    if KMEMLEAK.exists():
+        SPANS.add(module_span())
 
 
 # ---- background load --------------------------------------------------------
@@ -252,18 +268,26 @@ class Readers:
             t.start()
         return self
 
+    def _join(self, deadline):
+        for t in self.ts:
+            t.join(max(0, deadline - time.monotonic()))
+        if any(t.is_alive() for t in self.ts):
+            raise RuntimeError('a reader still walking at its deadline')
+
+    def finish(self, deadline):
+        """Paced: the walks already due, then stop, by @deadline
+        (time.monotonic())."""
+        for _ in self.ts:
+            self.due.put(None)
+        self._join(deadline)
+
     def __exit__(self, exc_type, *exc):
-        if self.due is not None and exc_type is None:
-            for _ in self.ts:      # after the walks already due
+        self.stop_ev.set()
+        if self.due is not None:
+            for _ in self.ts:
                 self.due.put(None)
-        else:
-            self.stop_ev.set()
-            if self.due is not None:
-                for _ in self.ts:
-                    self.due.put(None)
         for t in self.ts:
             t.join(JOIN_S)
-        self.stop_ev.set()
         if exc_type is None and any(t.is_alive() for t in self.ts):
             raise RuntimeError(f'a reader still walking {JOIN_S} s after '
                                'the block')
@@ -351,7 +375,7 @@ def s_baseline(ctx):
 
 
 def s_load(ctx):
-    insmod(KO)
+    load_module()
     mount_en()
     return {'info': info()}
 
@@ -436,12 +460,18 @@ def s_churn(ctx):
                     evict(old)
                     removed += 1
                 timing['evict_s'] += time.time() - t1
+            # the moves and walks due, done while the window's cgroups are
+            # still there
+            deadline = time.monotonic() + JOIN_S
+            due.put(None)
+            rd.finish(deadline)
+            mover.join(max(0, deadline - time.monotonic()))
         except BaseException:
             stop.set()
             raise
         finally:
-            due.put(None)                   # after the moves already due
-            mover.join(JOIN_S)
+            due.put(None)
+            mover.join(JOIN_S if stop.is_set() else 0)
             for p in tasks:
                 p.kill()
                 p.wait()
@@ -455,7 +485,7 @@ def s_churn(ctx):
             raise RuntimeError(f'the mover still moving {JOIN_S} s after '
                                'the churn')
         params = {'done': pc.done, 'refused': dict(pc.refused)}
-    readers = rd.summary()          # the walks due are done
+    readers = rd.summary()
     churn_s = time.time() - t0
     end, reap_s = wait_records(records * 1.05 + 1)
     return {'created': created, 'removed': removed,
@@ -480,7 +510,7 @@ def s_reload(ctx):
     with Storm() as st:
         for i in range(N_RELOADS):
             t0 = time.time()
-            insmod(KO, f'interval_ms={(10, 50, 100)[i % 3]}')
+            load_module(f'interval_ms={(10, 50, 100)[i % 3]}')
             mount_en()
             time.sleep(0.3)
             s = stat()
@@ -491,7 +521,7 @@ def s_reload(ctx):
                            'storm_usage': storm.get('usage_usec', 0),
                            'seconds': round(time.time() - t0, 2)})
         runs = st.runs
-    insmod(KO)
+    load_module()
     mount_en()
     return {'cycles': cycles, 'storm_runs': runs, 'storm': Storm.tool(),
             'loaded': os.path.isdir('/sys/module/cgroup_energy')}
@@ -532,18 +562,17 @@ def s_kmemleak(ctx):
     """One scan once the module is unloaded: an object it leaked while
     loaded is still unreferenced then, and one that only its own data still
     pointed to has become so.  Its code's frames are raw addresses then,
-    attributed by the span it occupied (module_span, read before rmmod)."""
+    attributed by the spans its loads occupied (SPANS)."""
     umount_en()
     if not KMEMLEAK.exists():
         rmmod()
         return {'skipped': 'no kmemleak'}
-    span = module_span()
     rmmod()
     found = kmemleak_scan()
-    mod = [x for x in found if involves_module(x, span)]
-    other = [x for x in found if not involves_module(x, span)]
+    mod = [x for x in found if involves_module(x, SPANS)]
+    other = [x for x in found if not involves_module(x, SPANS)]
     return {'unloaded': len(found), 'module': len(mod),
-            'span': [hex(a) for a in span],
+            'spans': sorted([hex(lo), hex(hi)] for lo, hi in SPANS),
             'module_reports': [x['text'] for x in mod][:10],
             'other_heads': [x['head'] for x in other][:20],
             'other_sample': [x['text'] for x in other][:3]}
