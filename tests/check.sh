@@ -7,10 +7,12 @@
 # Stages: deps, build, style, host (pytest, no VM), kunit (UML), sweep (the
 # module built against every packaged kernel's headers, no boot:
 # tests/test_sweep.py), vm (QEMU: the integration suite on every kernel of
-# the matrix) and debug (the stress suite, lighter, on 6.1-rt, then on the
-# KASAN/lockdep kernel, whose build it waits for only after 6.1-rt has run).
-# The host, sweep and debug stages run beside the vm stage's second part, in
-# that order, at nice 10 (the lane: check.sh --lane): the guests of that part
+# the matrix), server (the Debian packages installed on a booted Debian 12
+# server: tests/test_server.py) and debug (the stress suite, lighter, on
+# 6.1-rt, then on the KASAN/lockdep kernel, whose build it waits for only
+# after 6.1-rt has run).
+# The host, sweep, server and debug stages run beside the vm stage's second
+# part, in that order, at nice 10 (the lane: check.sh --lane): the guests of that part
 # leave about half of the host's CPU idle (0.54 busy on average over
 # test_engine and test_rapl_emu on 6.1: they wait for samples), which the
 # lane takes. The lane's checks are results (test outcomes, warnings, kernel
@@ -40,9 +42,9 @@
 # .build/check/timings.json.
 set -u
 
-ALL_STAGES="deps build style host kunit sweep vm debug"
+ALL_STAGES="deps build style host kunit sweep vm server debug"
 # the stages that run beside the vm stage's second part, in this order
-LANE_STAGES="host sweep debug"
+LANE_STAGES="host sweep server debug"
 # CGE_STAGES split on blanks, without expanding wildcards.
 STAGES=""
 unknown=""
@@ -156,7 +158,8 @@ vm_stage() {
 	fi
 	lane_start
 	# shellcheck disable=SC2086
-	pytest_stage vm -m vm --ignore=tests/test_stress.py $ignore tests ||
+	pytest_stage vm -m vm --ignore=tests/test_stress.py \
+		--ignore=tests/test_server.py $ignore tests ||
 		vrc=1
 	return $vrc
 }
@@ -257,6 +260,10 @@ sweep_stage() {
 	pytest_stage sweep -m sweep tests/test_sweep.py
 }
 
+server_stage() {
+	pytest_stage server -m vm tests/test_server.py
+}
+
 if [ "${1:-}" = --lane ]; then
 	# its own session (setsid), so its own autogroup: nice 10 for the
 	# whole group, where autogroups are on (else nice(1)'s counts)
@@ -266,6 +273,7 @@ if [ "${1:-}" = --lane ]; then
 	summary=""
 	stage host host_stage
 	stage sweep sweep_stage
+	stage server server_stage
 	stage debug debug_stage
 	[ -z "$failed" ]
 	exit $?
@@ -301,6 +309,7 @@ stage style sh tests/style.sh
 [ $OVERLAP = 1 ] || stage host host_stage
 stage kunit pytest_stage kunit tests/test_kunit.py
 [ $OVERLAP = 1 ] || stage sweep sweep_stage
+[ $OVERLAP = 1 ] || stage server server_stage
 stage vm vm_stage
 if [ -n "$LANE_PID" ]; then
 	lane_wait

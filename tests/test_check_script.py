@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-VALID = 'deps build style host kunit sweep vm debug'
+VALID = 'deps build style host kunit sweep vm server debug'
 
 
 def fake_repo(tmp_path, style='exit 0', debugkernel_rc=0):
@@ -211,36 +211,42 @@ def test_debug_stage_runs_beside_the_vm_stage_second_part(tmp_path):
 
 
 def lane_stubs(repo):
-    """A host test and a sweep test that mark their run."""
-    for name, mark in (('test_host.py', ''), ('test_sweep.py', 'sweep')):
+    """A host test, a sweep test and a server test (a vm test the vm stage
+    leaves to the server stage) that mark their run."""
+    for name, mark, what in (('test_host.py', '', 'host'),
+                             ('test_sweep.py', 'sweep', 'sweep'),
+                             ('test_server.py', 'vm', 'server')):
         (repo / 'tests' / name).write_text(
             'import os\nimport pytest\n\n\n'
             + (f'@pytest.mark.{mark}\n' if mark else '')
-            + f'def test_{mark or "host"}():\n'
+            + f'def test_{what}():\n'
             '    with open(os.environ["MARK"], "a") as f:\n'
-            f'        f.write("{mark or "host"}\\n")\n')
+            f'        f.write("{what}\\n")\n')
     (repo / 'bench').mkdir()
     (repo / 'bench/validate_selftest.py').write_text('')
 
 
-def test_host_and_sweep_run_in_the_lane_before_debug(tmp_path):
+def test_host_sweep_and_server_run_in_the_lane_before_debug(tmp_path):
     repo = fake_repo(tmp_path)
     vm_stubs(repo)
     lane_stubs(repo)
-    r, ran = check(repo, CGE_STAGES='host sweep vm debug', WAIT_STRESS='1',
-                   CGE_STRESS_FLAVOURS='debug')
+    r, ran = check(repo, CGE_STAGES='host sweep vm server debug',
+                   WAIT_STRESS='1', CGE_STRESS_FLAVOURS='debug')
     assert r.returncode == 0, r.stdout + r.stderr
-    assert ran == ['solo', 'host', 'sweep', 'stress debug', 'rest end'], ran
-    assert 'stages host sweep debug (they ran beside the vm stage)' in r.stdout
+    # the server test runs in its stage only, not in the vm stage's
+    assert ran == ['solo', 'host', 'sweep', 'server', 'stress debug',
+                   'rest end'], ran
+    assert ('stages host sweep server debug (they ran beside the vm stage)'
+            in r.stdout)
     tsv, doc = timings(repo)
     assert tsv == {'debug-wait': 0, 'vm': 0, 'host': 0, 'sweep': 0,
-                   'debug': 0}, tsv
-    assert doc['tests']['passed'] == 5, doc
+                   'server': 0, 'debug': 0}, tsv
+    assert doc['tests']['passed'] == 6, doc
 
 
 @pytest.mark.parametrize('stages, env, want', [
-    ('host sweep vm debug', {'CGE_OVERLAP': '0'},
-     ['host', 'sweep', 'solo', 'rest end', 'stress debug']),
+    ('host sweep vm server debug', {'CGE_OVERLAP': '0'},
+     ['host', 'sweep', 'server', 'solo', 'rest end', 'stress debug']),
     ('host sweep', {}, ['host', 'sweep']),
 ])
 def test_lane_stages_in_order_without_overlap(tmp_path, stages, env, want):

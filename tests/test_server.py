@@ -1,0 +1,216 @@
+# SPDX-License-Identifier: GPL-2.0
+"""The packages on a booted Debian 12 server, as an operator installs them:
+one QEMU run of the server image (tests/vm/server.py: systemd as PID 1,
+GRUB, the 6.1 kernel and its headers, Debian 11's 5.10 kernel without
+headers), whose guest reboots itself four times through GRUB.  What the
+guest does at each boot is tests/vm/guest/server_agent.sh; the checks here
+read what it recorded:
+
+1. 6.1: `apt install ./cgroup-energy-dkms_*.deb ./energystat_*.deb` builds
+   and installs the module for the running kernel, with no other step.
+2. 6.1 again: the module is loaded and /sys/fs/cgroup_energy mounted by the
+   units, the system is `running`, a service started with systemd-run has
+   energy and energystat lists it; then `apt install` of the 6.12 kernel
+   and its headers builds the module for 6.12.
+3. 6.12, GRUB's new default: the same checks.
+4. 5.10, which has no headers, so no build: the mount is skipped and the
+   system is `running`; `apt purge` of both packages leaves no module,
+   unit, file or DKMS tree.
+
+Nothing is simulated: the guest's own apt, dpkg, dkms, systemd and GRUB,
+without network (the 6.12 packages are in the image's apt cache).  Every
+step's duration is printed and kept in the run directory's timings.json."""
+import json
+import re
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from versions import changelog_version
+from vm import harness, pins, server
+
+pytestmark = pytest.mark.vm
+
+REPO = Path(__file__).resolve().parents[1]
+AGENT = REPO / 'tests/vm/guest/server_agent.sh'
+# The whole run's deadline.  Measured here: see docs/testing.md.
+DEADLINE = 1800
+BOOTS = 4
+
+
+class Boot:
+    """One boot's records: run(name) -> (rc, output, seconds)."""
+
+    def __init__(self, d):
+        self.dir = d
+        self.names = sorted(p.stem for p in d.glob('*.rc')) if d else []
+
+    def rc(self, name):
+        p = self.dir / f'{name}.rc' if self.dir else None
+        assert p and p.exists(), f'{name}: not run in this boot'
+        return int(p.read_text())
+
+    def out(self, name):
+        return (self.dir / f'{name}.out').read_text(errors='replace')
+
+    def secs(self, name):
+        return float((self.dir / f'{name}.s').read_text())
+
+    def ok(self, name):
+        assert self.rc(name) == 0, f'{name} exited {self.rc(name)}:\n' \
+            f'{self.out(name)[-3000:]}'
+        return self.out(name)
+
+
+@pytest.fixture(scope='module')
+def scenario():
+    p = pins.read()
+    kvers = {k: p[f].kver for k, f in (('FIRST_KVER', server.FIRST),
+                                        ('LATER_KVER', server.LATER),
+                                        ('NO_BUILD_KVER', server.NO_BUILD))}
+    t0 = time.monotonic()
+    disk = server.image()
+    t_image = time.monotonic() - t0
+    rundir = harness._new_rundir('server')
+    share = rundir / 'share'
+    share.mkdir()
+    r = subprocess.run(['make', '--no-print-directory', '-C', str(REPO), 'deb',
+                        f'DEBDIR={share / "debs"}'], capture_output=True,
+                       text=True, timeout=600)
+    assert r.returncode == 0, (r.stdout + r.stderr)[-4000:]
+    shutil.copy(AGENT, share / 'agent.sh')
+    (share / 'env').write_text(''.join(f'{k}={v}\n' for k, v in kvers.items()))
+    # -snapshot: the guest's writes go to QEMU's temporary overlay, which
+    # lasts until QEMU exits, across the guest's reboots
+    argv = server.qemu_command(disk, share, snapshot=True)
+    (rundir / 'qemu.cmd').write_text(' '.join(argv) + '\n')
+    console = rundir / 'console.log'
+    t1 = time.monotonic()
+    with open(console, 'wb') as f:
+        q = subprocess.run(['timeout', str(DEADLINE), *argv], stdout=f,
+                           stderr=subprocess.STDOUT,
+                           stdin=subprocess.DEVNULL)
+    t_run = time.monotonic() - t1
+    (rundir / '.done').write_text('')
+    boots = [Boot(share / f'boot{i}' if (share / f'boot{i}').is_dir()
+                  else None) for i in range(1, BOOTS + 1)]
+    timings = {'image_s': round(t_image, 1), 'run_s': round(t_run, 1),
+               'qemu_exit': q.returncode,
+               'boots': [{n: b.secs(n) for n in b.names} if b.dir else None
+                         for b in boots]}
+    (rundir / 'timings.json').write_text(json.dumps(timings, indent=1) + '\n')
+    print(f'\nserver: image {t_image:.0f} s, QEMU {t_run:.0f} s '
+          f'(exit {q.returncode}); {rundir}')
+    for i, b in enumerate(boots, 1):
+        if b.dir:
+            print(f'  boot {i}: ' + ', '.join(f'{n} {b.secs(n):.1f}'
+                                               for n in b.names))
+    return {'boots': boots, 'kvers': kvers, 'console': console,
+            'timeout': q.returncode == 124}
+
+
+def boot(scenario, i):
+    b = scenario['boots'][i - 1]
+    if b.dir is None:
+        tail = scenario['console'].read_text(errors='replace')[-4000:]
+        pytest.fail(f'boot {i} never ran its steps'
+                    f'{" (deadline reached)" if scenario["timeout"] else ""}'
+                    f'; console:\n{tail}')
+    return b
+
+
+def settled(b, kver, module):
+    """The checks of every boot: the kernel, `running`, no failed unit, and
+    the module loaded and mounted (True), neither (False) or not installed
+    yet (None)."""
+    assert b.ok('uname').strip() == kver
+    assert b.out('state').strip() == 'running', (
+        b.out('state'), b.out('failed'), b.out('modules_load'))
+    assert b.out('failed').strip() == ''
+    if module is None:
+        return
+    if module:
+        assert b.rc('lsmod') == 0, b.out('lsmod')
+        assert b.ok('mount').split()[0] == 'cgroup_energy'
+        assert 'ActiveState=active' in b.out('mount_unit')
+    else:
+        assert b.rc('lsmod') == 1 and b.out('lsmod') == ''
+        assert b.rc('mount') != 0
+        assert 'ConditionResult=no' in b.out('mount_unit'), \
+            b.out('mount_unit')
+
+
+def flat(text):
+    return {k: int(v) for k, v in
+            (ln.split() for ln in text.splitlines() if ln.strip())}
+
+
+def burned(b):
+    """burn.service, frozen after 5 s: its energy, and its CPU time in the
+    module equal to cgroup v2's cpu.stat (docs/contract.md: a leaf's
+    usage_usec is cpu.stat's figure; frozen, neither moves)."""
+    b.ok('burn_freeze')
+    energy = flat(b.ok('burn_energy'))
+    cpu = flat(b.ok('burn_cpu'))
+    assert energy['energy_uj'] > 0
+    # 5 s of a busy loop on 2 vCPUs: at least 2 s of CPU time
+    assert cpu['usage_usec'] >= 2_000_000, cpu
+    assert energy['usage_usec'] == cpu['usage_usec'], (energy, cpu)
+    assert re.search(r'burn\.service', b.ok('energystat')), b.out('energystat')
+    b.ok('burn_stop')
+
+
+def test_apt_install_builds_the_module_for_the_running_kernel(scenario):
+    b = boot(scenario, 1)
+    first = scenario['kvers']['FIRST_KVER']
+    settled(b, first, module=None)
+    out = b.ok('install')
+    ver = changelog_version()
+    assert re.search(rf'cgroup-energy/{re.escape(ver)}, {re.escape(first)}, '
+                     r'x86_64: installed', b.ok('dkms')), b.out('dkms')
+    assert re.fullmatch(rf'/lib/modules/{re.escape(first)}/updates/dkms/'
+                        r'cgroup_energy\.ko(\.xz|\.zst)?',
+                        b.ok('modinfo').strip()), out
+
+
+def test_reboot_loads_and_mounts_it(scenario):
+    b = boot(scenario, 2)
+    settled(b, scenario['kvers']['FIRST_KVER'], module=True)
+    burned(b)
+
+
+def test_a_new_kernel_gets_its_build_at_install(scenario):
+    b = boot(scenario, 2)
+    later = scenario['kvers']['LATER_KVER']
+    b.ok('install')
+    assert re.search(rf'cgroup-energy/\S+, {re.escape(later)}, x86_64: '
+                     r'installed', b.ok('dkms')), b.out('dkms')
+    assert re.fullmatch(rf'/lib/modules/{re.escape(later)}/updates/dkms/'
+                        r'cgroup_energy\.ko(\.xz|\.zst)?',
+                        b.ok('modinfo').strip()), b.out('modinfo')
+    assert b.ok('grub_first').strip() == later
+
+
+def test_reboot_into_the_new_kernel(scenario):
+    b = boot(scenario, 3)
+    settled(b, scenario['kvers']['LATER_KVER'], module=True)
+    burned(b)
+
+
+def test_kernel_without_a_build_is_not_degraded(scenario):
+    b = boot(scenario, 4)
+    settled(b, scenario['kvers']['NO_BUILD_KVER'], module=False)
+    assert b.rc('modprobe') != 0
+    assert 'ActiveState=active' in b.out('modules_load'), b.out('modules_load')
+
+
+def test_purge_leaves_nothing(scenario):
+    b = boot(scenario, 4)
+    b.ok('purge')
+    for what in ('left_files', 'left_module', 'left_dkms', 'left_units',
+                 'left_doc'):
+        assert b.ok(what).strip() == '', (what, b.out(what))
+    assert 'no packages found' in b.ok('left_dpkg'), b.out('left_dpkg')

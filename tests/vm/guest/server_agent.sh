@@ -1,0 +1,120 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# The package test's steps in the Debian 12 server guest (tests/test_server.py,
+# image: tests/vm/server.py), one boot after the other.  The image's
+# cge-agent unit runs this file from the host's share, /run/cge, at every
+# boot; /run/cge/boot counts the boots.  Each check's output goes to
+# /run/cge/boot<N>/<name>.out, its exit status to <name>.rc and its duration
+# in seconds to <name>.s; the host judges them.  A step that later boots
+# need (an install) powers the guest off when it fails.  The kernels' names
+# come from /run/cge/env (FIRST_KVER, LATER_KVER, NO_BUILD_KVER).
+S=/run/cge
+. $S/env
+n=$(( $(cat $S/boot 2>/dev/null || echo 0) + 1 ))
+echo $n >$S/boot
+OUT=$S/boot$n
+mkdir -p $OUT
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+export DEBIAN_FRONTEND=noninteractive LANG=C.UTF-8
+log() { echo "cge-server: boot $n: $*" >/dev/console; }
+
+# run NAME CMD: CMD in sh, its output, exit status and seconds recorded
+run() {
+	t0=$(cut -d' ' -f1 /proc/uptime)
+	sh -c "$2" >"$OUT/$1.out" 2>&1
+	rc=$?
+	t1=$(cut -d' ' -f1 /proc/uptime)
+	echo $rc >"$OUT/$1.rc"
+	echo "$t0 $t1" | awk '{ printf "%.1f\n", $2 - $1 }' >"$OUT/$1.s"
+	log "$1: exit $rc in $(cat "$OUT/$1.s") s"
+	return $rc
+}
+
+# need NAME CMD: run, and power off on failure (the next boots need it)
+need() {
+	run "$1" "$2" && return 0
+	log "$1 failed: powering off"
+	finish
+}
+
+finish() {
+	sync
+	systemctl poweroff
+	exit 0
+}
+
+next_boot() {
+	echo "$1" >"$OUT/next"
+	sync
+	systemctl reboot
+	exit 0
+}
+
+# What every boot records first: the system's state once the boot is
+# done (running or degraded), the kernel, failed units, the module and
+# the mount, and the boot's own timing (systemd-analyze).
+boot_state() {
+	run state 'systemctl is-system-running --wait'
+	run uptime 'cut -d" " -f1 /proc/uptime'
+	run uname 'uname -r'
+	run failed 'systemctl --failed --no-legend --plain'
+	run lsmod 'grep -w ^cgroup_energy /proc/modules'
+	run mount 'findmnt -n -o FSTYPE,OPTIONS /sys/fs/cgroup_energy'
+	run mount_unit 'systemctl show -p ActiveState,Result,ConditionResult sys-fs-cgroup_energy.mount'
+	run modules_load 'systemctl show -p ActiveState,Result systemd-modules-load.service; journalctl -b -o cat -u systemd-modules-load.service'
+	run analyze 'systemd-analyze time'
+}
+
+# A real service, started by systemd, runs 5 s (50 of the sampler's
+# intervals) and is frozen (cgroup v2's freezer): its CPU time in the module
+# and in cpu.stat, its energy, and energystat's table.
+burn() {
+	run burn_start 'systemd-run --unit=burn --quiet sh -c "while :; do :; done"'
+	sleep 5
+	run burn_freeze 'systemctl freeze burn.service && sleep 0.5'
+	run burn_energy 'cat /sys/fs/cgroup_energy/system.slice/burn.service/energy.stat'
+	run burn_cpu 'cat /sys/fs/cgroup/system.slice/burn.service/cpu.stat'
+	run energystat 'energystat'
+	run burn_stop 'systemctl stop burn.service'
+}
+
+case $n in
+1)	# the image as built: 6.1, no module; install the two packages
+	boot_state
+	need debs 'rm -rf /var/tmp/debs && cp -r /run/cge/debs /var/tmp/debs'
+	need install 'cd /var/tmp/debs && apt install -y ./cgroup-energy-dkms_*.deb ./energystat_*.deb'
+	run dkms 'dkms status'
+	run modinfo 'modinfo -F filename cgroup_energy'
+	next_boot 6.1 ;;
+2)	# 6.1 with the packages; then install 6.12 and its headers
+	boot_state
+	burn
+	need install "apt install -y linux-image-$LATER_KVER linux-headers-$LATER_KVER"
+	run dkms 'dkms status'
+	run modinfo "modinfo -k $LATER_KVER -F filename cgroup_energy"
+	run grub_first "sed -n \"s/^[[:space:]]*linux[[:space:]]\\+\\/boot\\/vmlinuz-\\([^ ]*\\) .*/\\1/p\" /boot/grub/grub.cfg | head -1"
+	next_boot 6.12 ;;
+3)	# GRUB's default, the newest kernel: 6.12; then 5.10, once
+	boot_state
+	burn
+	sub=$(grep -o "gnulinux-advanced-[0-9a-f-]*" /boot/grub/grub.cfg | head -1)
+	need grub_reboot "grub-reboot '$sub>gnulinux-$NO_BUILD_KVER-advanced-${sub#gnulinux-advanced-}'"
+	next_boot 5.10 ;;
+4)	# a kernel without headers, so without the module; then purge
+	boot_state
+	run modprobe 'modprobe cgroup_energy'
+	need listed 'dpkg-query -L cgroup-energy-dkms energystat >/var/tmp/listed'
+	need purge 'apt purge -y cgroup-energy-dkms energystat'
+	# files of the packages still there (directories other packages share,
+	# such as /usr/src or /lib/systemd/system, stay: only non-directories)
+	run left_files 'while read -r f; do [ -e "$f" ] && [ ! -d "$f" ] && echo "$f"; done </var/tmp/listed; true'
+	run left_module 'find /lib/modules /usr/lib/modules -name "cgroup_energy*"'
+	run left_dkms 'ls -d /var/lib/dkms/cgroup-energy /usr/src/cgroup-energy-* 2>/dev/null; true'
+	# (an emptied directory, such as /lib/modules-load.d, goes with them)
+	run left_units 'find $(ls -d /etc /lib/systemd /usr/lib/systemd /lib/modules-load.d /usr/lib/modules-load.d 2>/dev/null) \( -name "*cgroup*energy*" -o -name "sys-fs-cgroup_energy*" \)'
+	run left_dpkg 'dpkg-query -W -f="\${Package} \${db:Status-Abbrev}\n" cgroup-energy-dkms energystat 2>&1; true'
+	run left_doc 'ls -d /usr/share/doc/energystat /usr/share/doc/cgroup-energy-dkms 2>/dev/null; true'
+	finish ;;
+*)	log "no step for boot $n"
+	finish ;;
+esac

@@ -1,0 +1,377 @@
+# SPDX-License-Identifier: GPL-2.0
+"""A Debian 12 server for the package test (tests/test_server.py): a disk
+image that boots by itself, with systemd as PID 1, cached like the kernels.
+
+    disk = image()          # $CGE_CACHE/server/<recipe>/disk.raw, read-only
+    qemu_command(disk, share, snapshot=True)    # a test's QEMU: its writes
+                                                # go to a temporary overlay
+
+The image is built once per recipe (RECIPE: the packages, the texts written
+into it and BUILD_STEPS, which a change of the steps bumps; and the pins of
+the kernels it holds: the directory name is their hash):
+
+1. `debootstrap --variant=minbase bookworm` with systemd-sysv, udev and dbus
+   (a root of Debian's packages only; its apt sources are bookworm,
+   -updates, -security and -backports, as on a server).
+2. In that root, with its own apt: the 6.1 kernel and its headers at
+   kernels.lock's versions, dkms (with gcc and make, which it depends on),
+   grub-pc, and Debian 11's 5.10 kernel without headers (as on a server
+   upgraded from bullseye: a kernel the module has no build for).  The 6.12
+   kernel and its headers (kernels.lock's versions, from bookworm-backports)
+   are only downloaded, into apt's own cache (/var/cache/apt/archives), so
+   that the guest, which has no network, installs them with apt; so is
+   energystat's library (DOWNLOAD).
+3. Configuration: fstab (root on /dev/vda1), hostname, root without a
+   password, GRUB on the serial console with no menu delay, initramfs-tools'
+   MODULES=dep (the initramfs of a kernel installed in the guest holds the
+   modules that machine needs), and the test's agent: a unit that mounts
+   the run directory the host shares over 9p (tag cgerun) at /run/cge and
+   runs /run/cge/agent.sh from it, so that what the test does lives in the
+   repository (tests/vm/guest/server_agent.sh), not in the image.
+4. The root is written into the first partition of a raw disk with
+   `mke2fs -d` (no loop device, no mount) and booted once directly (QEMU's
+   -kernel) to run `grub-install /dev/vda` and `update-grub` on it: from then
+   on the disk boots through the BIOS and GRUB, and a kernel installed in
+   the guest becomes GRUB's default, as on any Debian server.
+
+Each step's duration is printed; the whole took about 10 minutes here.
+CLI: server.py [--print]    (build if needed; print the image's path)
+"""
+import argparse
+import hashlib
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+try:
+    from . import harness, kernels, pins
+except ImportError:                       # run as a script
+    import harness
+    import kernels
+    import pins
+
+MIRROR = os.environ.get('CGE_SERVER_MIRROR', 'http://deb.debian.org/debian')
+SUITE = 'bookworm'
+# The kernels of the image, by their kernels.lock flavour: the one it boots
+# first (installed with headers), the one installed in the guest, the one
+# without headers.
+FIRST, LATER, NO_BUILD = '6.1', '6.12', '5.10'
+DEBOOTSTRAP_PKGS = ['systemd-sysv', 'udev', 'dbus', 'kmod', 'procps']
+PKGS = ['dkms', 'grub-pc', 'initramfs-tools', 'zstd', 'e2fsprogs',
+        'ca-certificates']
+# What the guest's apt installs without network, besides the 6.12 kernel:
+# energystat's libraries (debian/control's ${shlibs:Depends}).
+DOWNLOAD = ['libmicrohttpd12']
+DISK_SIZE = 6 << 30
+PART_START = 1 << 20            # the first partition, at 1 MiB
+SOURCES = f"""\
+Types: deb
+URIs: {MIRROR}
+Suites: {SUITE} {SUITE}-updates {SUITE}-backports
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+
+Types: deb
+URIs: {MIRROR}-security
+Suites: {SUITE}-security
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+"""
+# Only while the image is built: where Debian 11's kernel comes from.
+OLD_SOURCES = f"""\
+Types: deb
+URIs: {MIRROR}-security
+Suites: bullseye-security
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+"""
+AGENT_UNIT = """\
+[Unit]
+Description=cgroup-energy test agent (runs /run/cge/agent.sh from the host)
+After=local-fs.target
+ConditionVirtualization=vm
+
+[Service]
+# exec: the unit is started once the agent runs, so that it never holds up
+# the boot that `systemctl is-system-running --wait` waits for.
+Type=exec
+ExecStart=/usr/local/sbin/cge-agent
+StandardOutput=journal+console
+StandardError=journal+console
+
+[Install]
+WantedBy=multi-user.target
+"""
+AGENT = """\
+#!/bin/sh
+# The host's share (9p tag cgerun) at /run/cge; its agent.sh does the rest.
+# Never fails: a failed unit would make the system degraded.
+modprobe 9pnet_virtio 2>/dev/null
+mkdir -p /run/cge
+if mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 cgerun \\
+		/run/cge && [ -f /run/cge/agent.sh ]; then
+	sh /run/cge/agent.sh || echo "cge-agent: agent.sh exited $?"
+else
+	echo "cge-agent: no share with agent.sh"
+fi
+exit 0
+"""
+FIRST_BOOT = """\
+#!/bin/sh
+# First boot: GRUB on the disk, then power off.
+set -e
+echo 'grub-pc grub-pc/install_devices multiselect /dev/vda' |
+	debconf-set-selections
+grub-install /dev/vda
+update-grub
+echo done > /run/cge/first-boot.done
+systemctl poweroff
+"""
+GRUB_DEFAULTS = """\
+GRUB_DEFAULT=0
+GRUB_TIMEOUT=0
+GRUB_DISTRIBUTOR=Debian
+GRUB_CMDLINE_LINUX_DEFAULT=""
+GRUB_CMDLINE_LINUX="console=ttyS0,115200"
+GRUB_TERMINAL=serial
+GRUB_SERIAL_COMMAND="serial --speed=115200"
+GRUB_DISABLE_OS_PROBER=true
+"""
+# Bump when a build step changes in a way the texts above do not show.
+BUILD_STEPS = 1
+# What the image's hash covers besides the pins.
+RECIPE = repr((BUILD_STEPS, SUITE, MIRROR, DEBOOTSTRAP_PKGS, PKGS, DOWNLOAD,
+               DISK_SIZE,
+               PART_START, SOURCES, OLD_SOURCES, AGENT_UNIT, AGENT,
+               FIRST_BOOT, GRUB_DEFAULTS)).encode()
+
+
+class ServerError(kernels.KernelError):
+    pass
+
+
+def log(msg):
+    print(f'server: {msg}', file=sys.stderr, flush=True)
+
+
+def _pins():
+    p = pins.read()
+    return {f: p[f] for f in (FIRST, LATER, NO_BUILD)}
+
+
+def recipe_key():
+    h = hashlib.sha256(RECIPE)
+    for f, pin in sorted(_pins().items()):
+        h.update(f'{f} {pin.kver} {sorted(pin.packages.items())}\n'.encode())
+    return h.hexdigest()[:16]
+
+
+def server_dir():
+    d = kernels.cache_dir() / 'server'
+    d.mkdir(exist_ok=True)
+    return d
+
+
+def image_path():
+    return server_dir() / recipe_key() / 'disk.raw'
+
+
+def kernel_specs(pin, headers=True):
+    """apt-get arguments for a pin's image (and headers): name=version."""
+    names = [n for n in pin.packages
+             if n == f'linux-image-{pin.kver}'
+             or (headers and n == f'linux-headers-{pin.kver}')]
+    return pin.specs(names)
+
+
+def _chroot(root, script, timeout=3600):
+    """Run a shell script in root with /proc, /sys and /dev/pts mounted in
+    a private mount namespace; raise ServerError on failure."""
+    q = shlex.quote(str(root))
+    outer = '\n'.join([
+        'set -e',
+        f'mount -t proc proc {q}/proc',
+        f'mount -t sysfs sys {q}/sys',
+        f'mount -t devpts devpts {q}/dev/pts',
+        f'exec chroot {q} /bin/sh -ec {shlex.quote(script)}'])
+    env = {'PATH': '/usr/sbin:/usr/bin:/sbin:/bin', 'LANG': 'C.UTF-8',
+           'DEBIAN_FRONTEND': 'noninteractive', 'HOME': '/root'}
+    r = subprocess.run(['nice', '-n', '19', 'unshare', '-m', '--propagation',
+                        'private', 'sh', '-c', outer], capture_output=True,
+                       text=True, env=env, timeout=timeout)
+    if r.returncode != 0:
+        tail = '\n'.join((r.stdout + r.stderr).strip().splitlines()[-40:])
+        raise ServerError(f'in the server root, a step failed '
+                          f'({r.returncode}):\n{script}\n{tail}')
+    return r.stdout
+
+
+def _step(name, fn, *args):
+    t0 = time.monotonic()
+    out = fn(*args)
+    log(f'{name}: {time.monotonic() - t0:.0f} s')
+    return out
+
+
+def _debootstrap(root):
+    r = subprocess.run(['nice', '-n', '19', 'debootstrap', '--variant=minbase',
+                        f'--include={",".join(DEBOOTSTRAP_PKGS)}', SUITE,
+                        str(root), MIRROR], capture_output=True, text=True)
+    if r.returncode != 0:
+        logf = root / 'debootstrap/debootstrap.log'
+        extra = logf.read_text()[-3000:] if logf.exists() else ''
+        raise ServerError(f'debootstrap failed ({r.returncode}):\n'
+                          f'{(r.stdout + r.stderr)[-3000:]}\n{extra}')
+
+
+def _install(root):
+    p = _pins()
+    (root / 'etc/apt/sources.list').unlink(missing_ok=True)
+    (root / 'etc/apt/sources.list.d/debian.sources').write_text(SOURCES)
+    old = root / 'etc/apt/sources.list.d/bullseye-security.sources'
+    old.write_text(OLD_SOURCES)
+    (root / 'etc/apt/apt.conf.d/99cge-no-recommends').write_text(
+        'APT::Install-Recommends "false";\n')
+    apt = 'apt-get -q -y -o APT::Sandbox::User=root'
+    _chroot(root, '\n'.join([
+        f'{apt} update',
+        # grub-pc asks for the disk to install on: none yet (first boot).
+        'echo "grub-pc grub-pc/install_devices_empty boolean true" |'
+        ' debconf-set-selections',
+        f'{apt} install {" ".join(PKGS)} '
+        f'{shlex.join(kernel_specs(p[FIRST]))} '
+        f'{shlex.join(kernel_specs(p[NO_BUILD], headers=False))}',
+        f'{apt} clean',
+        # the later kernel and DOWNLOAD: into apt's cache only, with what
+        # they need
+        f'{apt} install --download-only {shlex.join(kernel_specs(p[LATER]))}'
+        f' {" ".join(DOWNLOAD)}',
+    ]))
+    old.unlink()
+    _chroot(root, f'{apt} update')
+
+
+def _configure(root):
+    (root / 'etc/fstab').write_text(
+        '/dev/vda1 / ext4 errors=remount-ro 0 1\n')
+    (root / 'etc/hostname').write_text('cge-server\n')
+    (root / 'etc/hosts').write_text('127.0.0.1 localhost\n'
+                                    '127.0.1.1 cge-server\n')
+    (root / 'etc/default/grub').write_text(GRUB_DEFAULTS)
+    conf = root / 'etc/initramfs-tools/initramfs.conf'
+    conf.write_text(conf.read_text().replace('MODULES=most', 'MODULES=dep'))
+    unit = root / 'etc/systemd/system/cge-agent.service'
+    unit.write_text(AGENT_UNIT)
+    agent = root / 'usr/local/sbin/cge-agent'
+    agent.write_text(AGENT)
+    agent.chmod(0o755)
+    _chroot(root, '\n'.join([
+        'passwd -d root',
+        'systemctl enable cge-agent.service',
+        # the root's machine-id is made at first boot, as on an image
+        ': > /etc/machine-id',
+    ]))
+
+
+def _disk(root, disk):
+    with open(disk, 'wb') as f:
+        f.truncate(DISK_SIZE)
+    sectors = PART_START // 512
+    r = subprocess.run(['sfdisk', '-q', str(disk)], input=(
+        f'label: dos\nstart={sectors}, type=83, bootable\n'),
+        capture_output=True, text=True)
+    if r.returncode != 0:
+        raise ServerError(f'sfdisk: {r.stderr}')
+    kib = (DISK_SIZE - PART_START) // 1024
+    r = subprocess.run(['mke2fs', '-q', '-t', 'ext4', '-L', 'cge-root',
+                        '-E', f'offset={PART_START}', '-d', str(root),
+                        str(disk), f'{kib}k'], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise ServerError(f'mke2fs -d: {r.stderr}')
+
+
+def _first_boot(root, disk, work):
+    kver = _pins()[FIRST].kver
+    share = work / 'share'
+    share.mkdir()
+    (share / 'agent.sh').write_text(FIRST_BOOT)
+    argv = qemu_command(disk, share, snapshot=False, extra=[
+        '-kernel', str(root / f'boot/vmlinuz-{kver}'),
+        '-initrd', str(root / f'boot/initrd.img-{kver}'),
+        '-append', 'root=/dev/vda1 ro console=ttyS0,115200 panic=-1',
+        '-no-reboot'])
+    with open(work / 'first-boot.log', 'wb') as logf:
+        r = subprocess.run(['timeout', '900', *argv], stdout=logf,
+                           stderr=subprocess.STDOUT)
+    if not (share / 'first-boot.done').exists():
+        tail = (work / 'first-boot.log').read_text(errors='replace')[-3000:]
+        raise ServerError(f'the first boot did not install GRUB (QEMU '
+                          f'{r.returncode}):\n{tail}')
+
+
+def qemu_command(disk, share, snapshot=False, extra=(), cpus=2, mem='2G'):
+    """QEMU for the server: its disk (virtio), the host's share at tag
+    cgerun, the serial console on stdout; it reboots in place (no
+    -no-reboot) and exits when the guest powers off."""
+    drive = f'file={disk},if=virtio,cache=unsafe,format=raw'
+    return [harness.QEMU, '-machine', 'q35', '-accel', 'tcg', '-cpu', 'max',
+            '-smp', str(cpus), '-m', mem, '-nographic', '-nodefaults',
+            '-serial', 'stdio', '-drive', drive,
+            *(['-snapshot'] if snapshot else []),
+            '-virtfs', f'local,path={share},mount_tag=cgerun,'
+                       'security_model=none',
+            *extra]
+
+
+def image():
+    """The image's path, built first if the cache lacks it."""
+    disk = image_path()
+    if disk.exists():
+        return disk
+    harness.check_qemu()
+    for tool in ('debootstrap', 'sfdisk', 'mke2fs'):
+        if shutil.which(tool) is None:
+            raise ServerError(f'{tool} missing: sh tests/deps.sh')
+    top = disk.parent
+    top.mkdir(parents=True, exist_ok=True)
+    with kernels.locked(server_dir() / '.build.lock'):
+        if disk.exists():
+            return disk
+        t0 = time.monotonic()
+        work = Path(tempfile.mkdtemp(prefix='.build.', dir=top))
+        try:
+            root = work / 'root'
+            log(f'building the server image in {work}')
+            _step('debootstrap', _debootstrap, root)
+            _step('packages', _install, root)
+            _step('configuration', _configure, root)
+            tmp = work / 'disk.raw'
+            _step('disk', _disk, root, tmp)
+            _step('first boot (GRUB)', _first_boot, root, tmp, work)
+            tmp.chmod(0o444)
+            tmp.rename(disk)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        for stale in server_dir().iterdir():
+            if stale.is_dir() and stale != top:
+                shutil.rmtree(stale, ignore_errors=True)
+        log(f'image ready in {time.monotonic() - t0:.0f} s: {disk}')
+    return disk
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    ap.add_argument('--print', action='store_true',
+                    help='print the image path, build it if needed')
+    ap.parse_args(argv)
+    print(image())
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
