@@ -19,7 +19,9 @@
 # reports, exact conservation, records freed, kmemleak); the few host tests
 # that time something allow far more delay than a nice-10 process sees
 # there (energystat's 1 s interval may read 0.8-1.5 s; the harness's 2 s
-# boot deadline, twice, must end within 20 s). At
+# boot deadline, twice, must end within 20 s; the server stage's guest,
+# whose work is DKMS builds, kernel installs and boots, has a deadline of
+# its own, set from a run on a saturated host). At
 # equal priority two vm tests failed in one run (6.12-rt's sampler at a
 # 10 ms interval made 145 samples of 308, one late sample per overrun; 6.12
 # made 40 ms of softirq where its premise wants 60): nice 10 leaves the vm

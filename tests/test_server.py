@@ -2,7 +2,7 @@
 """The packages on a booted Debian 12 server, as an operator installs them:
 one QEMU run of the server image (tests/vm/server.py: systemd as PID 1,
 GRUB, the 6.1 kernel and its headers, Debian 11's 5.10 kernel without
-headers), whose guest reboots itself four times through GRUB.  What the
+headers), four boots: the guest reboots itself three times, through GRUB.  What the
 guest does at each boot is tests/vm/guest/server_agent.sh; the checks here
 read what it recorded:
 
@@ -29,15 +29,18 @@ from pathlib import Path
 
 import pytest
 
+import need
 from versions import changelog_version
-from vm import harness, pins, server
+from vm import harness, server
 
 pytestmark = pytest.mark.vm
 
 REPO = Path(__file__).resolve().parents[1]
 AGENT = REPO / 'tests/vm/guest/server_agent.sh'
-# The whole run's deadline.  Measured here: see docs/testing.md.
-DEADLINE = 1800
+# The whole QEMU run's deadline: it took 1381 s on a host saturated by a
+# make check beside it (load 8: the DKMS builds 286 s, the 6.12 install
+# 608 s, the purge 173 s), and see docs/testing.md for the lane's figure.
+DEADLINE = 2400
 BOOTS = 4
 
 
@@ -54,6 +57,7 @@ class Boot:
         return int(p.read_text())
 
     def out(self, name):
+        self.rc(name)
         return (self.dir / f'{name}.out').read_text(errors='replace')
 
     def secs(self, name):
@@ -67,10 +71,17 @@ class Boot:
 
 @pytest.fixture(scope='module')
 def scenario():
-    p = pins.read()
+    for tool, pkg in (('debootstrap', 'debootstrap'), ('sfdisk', 'fdisk'),
+                      ('mke2fs', 'e2fsprogs'), ('dpkg-buildpackage',
+                                                'dpkg-dev')):
+        need.need(tool, pkg)
+    harness.check_qemu()
+    p = server.kernel_pins()
     kvers = {k: p[f].kver for k, f in (('FIRST_KVER', server.FIRST),
                                         ('LATER_KVER', server.LATER),
                                         ('NO_BUILD_KVER', server.NO_BUILD))}
+    env = {**kvers, 'LATER_SPECS': ' '.join(
+        server.kernel_specs(p[server.LATER]))}
     t0 = time.monotonic()
     disk = server.image()
     t_image = time.monotonic() - t0
@@ -82,7 +93,7 @@ def scenario():
                        text=True, timeout=600)
     assert r.returncode == 0, (r.stdout + r.stderr)[-4000:]
     shutil.copy(AGENT, share / 'agent.sh')
-    (share / 'env').write_text(''.join(f'{k}={v}\n' for k, v in kvers.items()))
+    (share / 'env').write_text(''.join(f"{k}='{v}'\n" for k, v in env.items()))
     # -snapshot: the guest's writes go to QEMU's temporary overlay, which
     # lasts until QEMU exits, across the guest's reboots
     argv = server.qemu_command(disk, share, snapshot=True)
@@ -108,24 +119,47 @@ def scenario():
         if b.dir:
             print(f'  boot {i}: ' + ', '.join(f'{n} {b.secs(n):.1f}'
                                                for n in b.names))
+    stopped = share / 'stopped'
     return {'boots': boots, 'kvers': kvers, 'console': console,
-            'timeout': q.returncode == 124}
+            'qemu_exit': q.returncode,
+            'stopped': stopped.read_text().strip() if stopped.exists()
+            else None}
 
 
 def boot(scenario, i):
     b = scenario['boots'][i - 1]
     if b.dir is None:
+        if scenario['stopped']:
+            why = ('the guest powered off after a failed step, '
+                   f'{scenario["stopped"]}')
+        elif scenario['qemu_exit'] == 124:
+            why = f'the deadline, {DEADLINE} s, was reached'
+        else:
+            why = f'QEMU exited {scenario["qemu_exit"]}'
         tail = scenario['console'].read_text(errors='replace')[-4000:]
-        pytest.fail(f'boot {i} never ran its steps'
-                    f'{" (deadline reached)" if scenario["timeout"] else ""}'
-                    f'; console:\n{tail}')
+        pytest.fail(f'boot {i} never ran its steps: {why}; console '
+                    f'{scenario["console"]}:\n{tail}')
     return b
+
+
+def test_the_guest_powered_off_without_a_kernel_report(scenario):
+    """QEMU exits 0 when the guest powers off after its last boot; no
+    kernel splat (harness.SPLAT: BUG, WARNING, Oops, ...) in any boot,
+    module loading, mounting, the services' starts and the shutdowns
+    included."""
+    text = scenario['console'].read_text(errors='replace')
+    splats = [ln for ln in text.splitlines() if harness.SPLAT.search(ln)]
+    assert not splats, '\n'.join(splats[:40])
+    assert scenario['stopped'] is None, scenario['stopped']
+    assert scenario['qemu_exit'] == 0, scenario['qemu_exit']
 
 
 def settled(b, kver, module):
     """The checks of every boot: the kernel, `running`, no failed unit, and
     the module loaded and mounted (True), neither (False) or not installed
-    yet (None)."""
+    yet (None).  Without the module, the mount unit is enabled and was
+    skipped by its condition at this boot (a condition timestamp: systemd
+    checked it), not merely never started."""
     assert b.ok('uname').strip() == kver
     assert b.out('state').strip() == 'running', (
         b.out('state'), b.out('failed'), b.out('modules_load'))
@@ -139,8 +173,11 @@ def settled(b, kver, module):
     else:
         assert b.rc('lsmod') == 1 and b.out('lsmod') == ''
         assert b.rc('mount') != 0
-        assert 'ConditionResult=no' in b.out('mount_unit'), \
-            b.out('mount_unit')
+        unit = dict(ln.split('=', 1) for ln in
+                    b.out('mount_unit').splitlines() if '=' in ln)
+        assert unit.get('UnitFileState') == 'enabled', unit
+        assert unit.get('ConditionResult') == 'no', unit
+        assert int(unit.get('ConditionTimestampMonotonic', 0)) > 0, unit
 
 
 def flat(text):
@@ -156,48 +193,48 @@ def burned(b):
     energy = flat(b.ok('burn_energy'))
     cpu = flat(b.ok('burn_cpu'))
     assert energy['energy_uj'] > 0
-    # 5 s of a busy loop on 2 vCPUs: at least 2 s of CPU time
-    assert cpu['usage_usec'] >= 2_000_000, cpu
+    # 5 s of one busy loop, then the freeze: measured 5.56 and 5.85 s of CPU
+    # time on a saturated host; at least half of the 5 s (the premise: the
+    # service ran)
+    assert cpu['usage_usec'] >= 2_500_000, cpu
     assert energy['usage_usec'] == cpu['usage_usec'], (energy, cpu)
     assert re.search(r'burn\.service', b.ok('energystat')), b.out('energystat')
     b.ok('burn_stop')
+
+
+def built_by_the_install(b, kver):
+    """The boot's install step succeeded, and DKMS installed this version's
+    module for kver, where modprobe finds it (DKMS compresses it as the
+    kernel's own modules are: 6.12's .ko.xz)."""
+    out = b.ok('install')
+    ver = re.escape(changelog_version())
+    assert re.search(rf'cgroup-energy/{ver}, {re.escape(kver)}, x86_64: '
+                     r'installed', b.ok('dkms')), (b.out('dkms'), out[-3000:])
+    assert re.fullmatch(rf'/lib/modules/{re.escape(kver)}/updates/dkms/'
+                        r'cgroup_energy\.ko(\.xz|\.zst)?',
+                        b.ok('modinfo').strip()), b.out('modinfo')
 
 
 def test_apt_install_builds_the_module_for_the_running_kernel(scenario):
     b = boot(scenario, 1)
     first = scenario['kvers']['FIRST_KVER']
     settled(b, first, module=None)
-    out = b.ok('install')
-    ver = changelog_version()
-    assert re.search(rf'cgroup-energy/{re.escape(ver)}, {re.escape(first)}, '
-                     r'x86_64: installed', b.ok('dkms')), b.out('dkms')
-    assert re.fullmatch(rf'/lib/modules/{re.escape(first)}/updates/dkms/'
-                        r'cgroup_energy\.ko(\.xz|\.zst)?',
-                        b.ok('modinfo').strip()), out
+    built_by_the_install(b, first)
 
 
-def test_reboot_loads_and_mounts_it(scenario):
-    b = boot(scenario, 2)
-    settled(b, scenario['kvers']['FIRST_KVER'], module=True)
+@pytest.mark.parametrize('i, kernel', [(2, 'FIRST_KVER'), (3, 'LATER_KVER')],
+                         ids=['6.1', 'into-the-new-kernel'])
+def test_reboot_loads_and_mounts_it(scenario, i, kernel):
+    b = boot(scenario, i)
+    settled(b, scenario['kvers'][kernel], module=True)
     burned(b)
 
 
 def test_a_new_kernel_gets_its_build_at_install(scenario):
     b = boot(scenario, 2)
     later = scenario['kvers']['LATER_KVER']
-    b.ok('install')
-    assert re.search(rf'cgroup-energy/\S+, {re.escape(later)}, x86_64: '
-                     r'installed', b.ok('dkms')), b.out('dkms')
-    assert re.fullmatch(rf'/lib/modules/{re.escape(later)}/updates/dkms/'
-                        r'cgroup_energy\.ko(\.xz|\.zst)?',
-                        b.ok('modinfo').strip()), b.out('modinfo')
+    built_by_the_install(b, later)
     assert b.ok('grub_first').strip() == later
-
-
-def test_reboot_into_the_new_kernel(scenario):
-    b = boot(scenario, 3)
-    settled(b, scenario['kvers']['LATER_KVER'], module=True)
-    burned(b)
 
 
 def test_kernel_without_a_build_is_not_degraded(scenario):
@@ -213,4 +250,6 @@ def test_purge_leaves_nothing(scenario):
     for what in ('left_files', 'left_module', 'left_dkms', 'left_units',
                  'left_doc'):
         assert b.ok(what).strip() == '', (what, b.out(what))
-    assert 'no packages found' in b.ok('left_dpkg'), b.out('left_dpkg')
+    for pkg in ('cgroup-energy-dkms', 'energystat'):
+        assert f'no packages found matching {pkg}' in b.ok('left_dpkg'), \
+            b.out('left_dpkg')

@@ -7,7 +7,8 @@
 # /run/cge/boot<N>/<name>.out, its exit status to <name>.rc and its duration
 # in seconds to <name>.s; the host judges them.  A step that later boots
 # need (an install) powers the guest off when it fails.  The kernels' names
-# come from /run/cge/env (FIRST_KVER, LATER_KVER, NO_BUILD_KVER).
+# come from /run/cge/env (FIRST_KVER, LATER_KVER, NO_BUILD_KVER; LATER_SPECS,
+# apt's name=version arguments for the later kernel's image and headers).
 S=/run/cge
 . $S/env
 n=$(( $(cat $S/boot 2>/dev/null || echo 0) + 1 ))
@@ -18,10 +19,11 @@ export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 export DEBIAN_FRONTEND=noninteractive LANG=C.UTF-8
 log() { echo "cge-server: boot $n: $*" >/dev/console; }
 
-# run NAME CMD: CMD in sh, its output, exit status and seconds recorded
+# run NAME CMD: CMD (a command line, which may call this file's functions)
+# in a subshell, its output, exit status and seconds recorded
 run() {
 	t0=$(cut -d' ' -f1 /proc/uptime)
-	sh -c "$2" >"$OUT/$1.out" 2>&1
+	(eval "$2") >"$OUT/$1.out" 2>&1
 	rc=$?
 	t1=$(cut -d' ' -f1 /proc/uptime)
 	echo $rc >"$OUT/$1.rc"
@@ -30,10 +32,12 @@ run() {
 	return $rc
 }
 
-# need NAME CMD: run, and power off on failure (the next boots need it)
+# need NAME CMD: run, and power off on failure (the next boots need it),
+# saying which step stopped the run in /run/cge/stopped
 need() {
 	run "$1" "$2" && return 0
 	log "$1 failed: powering off"
+	echo "boot $n: $1 (exit $rc)" >$S/stopped
 	finish
 }
 
@@ -44,7 +48,6 @@ finish() {
 }
 
 next_boot() {
-	echo "$1" >"$OUT/next"
 	sync
 	systemctl reboot
 	exit 0
@@ -54,15 +57,30 @@ next_boot() {
 # done (running or degraded), the kernel, failed units, the module and
 # the mount, and the boot's own timing (systemd-analyze).
 boot_state() {
-	run state 'systemctl is-system-running --wait'
+	run state 'timeout 300 systemctl is-system-running --wait'
 	run uptime 'cut -d" " -f1 /proc/uptime'
 	run uname 'uname -r'
 	run failed 'systemctl --failed --no-legend --plain'
 	run lsmod 'grep -w ^cgroup_energy /proc/modules'
 	run mount 'findmnt -n -o FSTYPE,OPTIONS /sys/fs/cgroup_energy'
-	run mount_unit 'systemctl show -p ActiveState,Result,ConditionResult sys-fs-cgroup_energy.mount'
+	run mount_unit 'systemctl show -p UnitFileState,ActiveState,Result,ConditionResult,ConditionTimestampMonotonic sys-fs-cgroup_energy.mount'
 	run modules_load 'systemctl show -p ActiveState,Result systemd-modules-load.service; journalctl -b -o cat -u systemd-modules-load.service'
 	run analyze 'systemd-analyze time'
+}
+
+# Wait (10 s at most) until the module has taken 2 samples more than when
+# called: what ran before the call is in its figures.
+samples() {
+	awk '$1 == "samples" { print $2 }' /sys/fs/cgroup_energy/energy.info
+}
+two_samples() {
+	s0=$(samples)
+	i=0
+	while [ "$(samples)" -lt $((s0 + 2)) ]; do
+		i=$((i + 1))
+		[ $i -le 100 ] || return 1
+		sleep 0.1
+	done
 }
 
 # A real service, started by systemd, runs 5 s (50 of the sampler's
@@ -71,7 +89,7 @@ boot_state() {
 burn() {
 	run burn_start 'systemd-run --unit=burn --quiet sh -c "while :; do :; done"'
 	sleep 5
-	run burn_freeze 'systemctl freeze burn.service && sleep 0.5'
+	run burn_freeze 'systemctl freeze burn.service && two_samples'
 	run burn_energy 'cat /sys/fs/cgroup_energy/system.slice/burn.service/energy.stat'
 	run burn_cpu 'cat /sys/fs/cgroup/system.slice/burn.service/cpu.stat'
 	run energystat 'energystat'
@@ -85,21 +103,23 @@ case $n in
 	need install 'cd /var/tmp/debs && apt install -y ./cgroup-energy-dkms_*.deb ./energystat_*.deb'
 	run dkms 'dkms status'
 	run modinfo 'modinfo -F filename cgroup_energy'
-	next_boot 6.1 ;;
+	next_boot ;;
 2)	# 6.1 with the packages; then install 6.12 and its headers
 	boot_state
 	burn
-	need install "apt install -y linux-image-$LATER_KVER linux-headers-$LATER_KVER"
+	need install "apt install -y $LATER_SPECS"
 	run dkms 'dkms status'
 	run modinfo "modinfo -k $LATER_KVER -F filename cgroup_energy"
 	run grub_first "sed -n \"s/^[[:space:]]*linux[[:space:]]\\+\\/boot\\/vmlinuz-\\([^ ]*\\) .*/\\1/p\" /boot/grub/grub.cfg | head -1"
-	next_boot 6.12 ;;
+	next_boot ;;
 3)	# GRUB's default, the newest kernel: 6.12; then 5.10, once
 	boot_state
 	burn
+	# GRUB's id of the 5.10 entry, in its "Advanced options" submenu
 	sub=$(grep -o "gnulinux-advanced-[0-9a-f-]*" /boot/grub/grub.cfg | head -1)
-	need grub_reboot "grub-reboot '$sub>gnulinux-$NO_BUILD_KVER-advanced-${sub#gnulinux-advanced-}'"
-	next_boot 5.10 ;;
+	entry="gnulinux-$NO_BUILD_KVER-advanced-${sub#gnulinux-advanced-}"
+	need grub_reboot "grep -qF \"'$entry'\" /boot/grub/grub.cfg && grub-reboot '$sub>$entry' && grub-editenv list"
+	next_boot ;;
 4)	# a kernel without headers, so without the module; then purge
 	boot_state
 	run modprobe 'modprobe cgroup_energy'
@@ -107,7 +127,7 @@ case $n in
 	need purge 'apt purge -y cgroup-energy-dkms energystat'
 	# files of the packages still there (directories other packages share,
 	# such as /usr/src or /lib/systemd/system, stay: only non-directories)
-	run left_files 'while read -r f; do [ -e "$f" ] && [ ! -d "$f" ] && echo "$f"; done </var/tmp/listed; true'
+	run left_files 'while read -r f; do { [ -e "$f" ] || [ -L "$f" ]; } && [ ! -d "$f" ] && echo "$f"; done </var/tmp/listed; true'
 	run left_module 'find /lib/modules /usr/lib/modules -name "cgroup_energy*"'
 	run left_dkms 'ls -d /var/lib/dkms/cgroup-energy /usr/src/cgroup-energy-* 2>/dev/null; true'
 	# (an emptied directory, such as /lib/modules-load.d, goes with them)
