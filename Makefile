@@ -7,7 +7,7 @@ CGE_CACHE ?= /var/cache/cgroup-energy
 PYTHON ?= /usr/bin/python3
 export CGE_CACHE
 
-.PHONY: all module tool kunit style check demo bench validate clean install \
+.PHONY: all module tool kunit style check check-server demo bench validate clean install \
 	uninstall dkms-install dkms-uninstall kernels-update deb
 
 all: module tool
@@ -32,6 +32,11 @@ style:
 
 check:
 	sh tests/check.sh
+
+# The Debian packages on a booted Debian 12 server (tests/test_server.py):
+# not in make check's default stages, for time (tests/check.sh).
+check-server:
+	CGE_STAGES="deps build server" sh tests/check.sh
 
 # Pin the newest Debian kernel of each VM flavour in tests/vm/kernels.lock,
 # and of each headers series the compile sweep builds for in

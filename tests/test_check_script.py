@@ -481,3 +481,18 @@ def test_missing_dependency_fails_in_make_check(tmp_path):
         if check:
             assert 'cge-no-such-tool missing (apt-get install nothing)' \
                 in r.stdout, r.stdout
+
+
+def test_default_stages_leave_out_server(tmp_path):
+    """Without CGE_STAGES every stage runs but server (make check-server's):
+    the stubbed tree has no deps.sh, Makefile or KUnit test, so those
+    stages fail; the stages that ran are what counts."""
+    repo = fake_repo(tmp_path)
+    vm_stubs(repo)
+    lane_stubs(repo)
+    r, ran = check(repo, CGE_STRESS_FLAVOURS='debug')
+    assert 'server' not in ran, ran
+    assert {'solo', 'host', 'sweep', 'stress debug', 'rest end'} <= set(ran), ran
+    tsv, _ = timings(repo)
+    assert set(tsv) == {'deps', 'build', 'style', 'host', 'kunit', 'sweep',
+                        'vm', 'debug', 'debug-wait'}, tsv
