@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
-# make check: install what is needed, build, run every test stage, print
+# make check: install what is needed, build, run the test stages, print
 # each stage's duration and one closing line. Exit status non-zero if any
 # stage failed or the closing summary (timings.json) could not be written.
 #

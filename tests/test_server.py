@@ -37,9 +37,8 @@ pytestmark = pytest.mark.vm
 
 REPO = Path(__file__).resolve().parents[1]
 AGENT = REPO / 'tests/vm/guest/server_agent.sh'
-# The whole QEMU run's deadline: it took 1381 s on a host saturated by a
-# make check beside it (load 8: the DKMS builds 286 s, the 6.12 install
-# 608 s, the purge 173 s), and see docs/testing.md for the lane's figure.
+# The whole QEMU run's deadline: it took 843 s alone and 1,470 s beside the
+# vm stage (the 6.12 install 822 s): tests/results/server.jsonl.
 DEADLINE = 2400
 BOOTS = 4
 

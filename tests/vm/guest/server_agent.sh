@@ -75,12 +75,14 @@ samples() {
 }
 two_samples() {
 	s0=$(samples)
+	[ -n "$s0" ] || return 1
 	i=0
-	while [ "$(samples)" -lt $((s0 + 2)) ]; do
+	while s=$(samples) && [ -n "$s" ] && [ "$s" -lt $((s0 + 2)) ]; do
 		i=$((i + 1))
 		[ $i -le 100 ] || return 1
 		sleep 0.1
 	done
+	[ -n "$s" ]
 }
 
 # A real service, started by systemd, runs 5 s (50 of the sampler's
