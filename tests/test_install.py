@@ -12,17 +12,16 @@ installed, the uninstall test removes it."""
 import os
 import re
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from vm import kernels
 import need
+from dkmstree import NAME, modinfo, private_tree, run
 from versions import cge_version, conf_value, dkms_sources
 
 REPO = Path(__file__).resolve().parents[1]
-NAME = 'cgroup-energy'
 UNIT = 'sys-fs-cgroup_energy.mount'
 TEXTFILE = 'cgroup-energy-textfile'
 FLAVOURS = ['6.1', '6.1-rt', '6.12', '6.12-rt']
@@ -52,73 +51,6 @@ def listing(paths):
     return out
 
 
-def run(cmd, env=None, cwd=REPO, timeout=600):
-    r = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True,
-                       text=True, timeout=timeout)
-    r.out = r.stdout + r.stderr
-    return r
-
-
-class Tree:
-    """A private DKMS tree: dkms, source and install trees, signing key."""
-
-    def __init__(self, root):
-        self.root = root
-        self.dtree = root / 'dkms'
-        self.src, self.lib = root / 'src', root / 'lib'
-        for d in (self.dtree, self.src, self.lib):
-            d.mkdir(parents=True, exist_ok=True)
-
-    def env(self, k=None, **extra):
-        env = dict(os.environ)
-        env.update(
-            DKMS_ARGS=f'--dkmstree {self.dtree} --installtree {self.lib} '
-                      '--no-depmod',
-            SRCTREE=str(self.src),
-            # DKMS's signing key: its default is /var/lib/dkms/mok.key
-            mok_signing_key=str(self.root / 'mok.key'),
-            mok_certificate=str(self.root / 'mok.pub'))
-        if k is not None:
-            # the header tree's own sign-file (the host has 6.1's only)
-            env['sign_file'] = str((k.kdir / 'scripts/sign-file').resolve())
-        env.update(extra)
-        return env
-
-    def dkms_cmd(self, *args):
-        return ['dkms', '--dkmstree', str(self.dtree), '--sourcetree',
-                str(self.src), '--installtree', str(self.lib), '--no-depmod',
-                *args]
-
-    def dkms(self, *args, k=None):
-        return run(self.dkms_cmd(*args), env=self.env(k))
-
-    def status(self):
-        r = self.dkms('status', '-m', NAME)
-        assert r.returncode == 0, r.out
-        return r.stdout
-
-    def make(self, target, k=None, **extra):
-        argv = ['make', '--no-print-directory', target]
-        if k is not None:
-            argv += [f'KVER={k.kver}', f'KDIR={k.kdir}']
-            (self.lib / k.kver).mkdir(exist_ok=True)   # /lib/modules/<kver>
-        return run(argv, env=self.env(k, **extra))
-
-    def modules(self, kver):
-        """DKMS-built module files for kver: (in the DKMS tree, installed)."""
-        ver = conf_value('PACKAGE_VERSION')
-        built = sorted((self.dtree / NAME / ver / kver).glob(
-            '*/module/cgroup_energy.ko*'))
-        inst = sorted((self.lib / kver).glob('updates/dkms/cgroup_energy.ko*'))
-        return built, inst
-
-
-def modinfo(ko, field):
-    r = run(['modinfo', '-F', field, str(ko)])
-    assert r.returncode == 0, r.out
-    return r.stdout.strip()
-
-
 @pytest.fixture(scope='module')
 def real_before():
     return listing(REAL_TREES)
@@ -126,16 +58,8 @@ def real_before():
 
 @pytest.fixture(scope='module')
 def tree(real_before):
-    base = REPO / '.build' / 'dkms-test'
-    base.mkdir(parents=True, exist_ok=True)
-    for old in base.glob('run-*'):                  # runs that were killed
-        pid = old.name.split('-')[1]
-        if not pid.isdigit() or not Path(f'/proc/{pid}').exists():
-            shutil.rmtree(old, ignore_errors=True)
-    root = base / f'run-{os.getpid()}'
-    shutil.rmtree(root, ignore_errors=True)
-    yield Tree(root)
-    shutil.rmtree(root, ignore_errors=True)
+    with private_tree() as t:
+        yield t
 
 
 @pytest.fixture(scope='module')
@@ -256,8 +180,7 @@ def test_unsuitable_kernel_is_skipped_with_a_reason(installed, tree):
 @needs_dkms
 def test_dkms_install_upgrades_and_reports_a_skip(tmp_path):
     """An older registered version is removed; a skipped kernel is named."""
-    t = Tree(REPO / '.build' / 'dkms-test' / f'run-{os.getpid()}-2')
-    try:
+    with private_tree('-2') as t:
         old = t.src / f'{NAME}-0.0.9'
         old.mkdir(parents=True)
         shutil.copy(REPO / 'Kbuild', old)
@@ -280,8 +203,6 @@ def test_dkms_install_upgrades_and_reports_a_skip(tmp_path):
         assert r.returncode == 0, r.out
         assert t.status().strip() == ''
         assert list(t.src.iterdir()) == []
-    finally:
-        shutil.rmtree(t.root, ignore_errors=True)
 
 
 # --- the DKMS-built module in a VM ------------------------------------------

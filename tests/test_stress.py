@@ -1,8 +1,11 @@
 # SPDX-License-Identifier: GPL-2.0
 """Stress suite with the module loaded, on the debug kernel (KASAN, lockdep,
 DEBUG_ATOMIC_SLEEP, DEBUG_PREEMPT, DEBUG_OBJECTS, KMEMLEAK; built from
-linux-source-6.1 by tests/vm/debugkernel.py) and, lighter, on the stock
-6.1-rt kernel.  One boot per flavour runs tests/vm/guest/guest_stress.py:
+linux-source-6.1 by tests/vm/debugkernel.py, module signatures enforced) and,
+lighter, on the stock 6.1-rt kernel.  On the debug kernel the module is
+DKMS's build, signed with the test key the kernel trusts; the unsigned build
+and one signed by another key are refused first.  One boot per flavour runs
+tests/vm/guest/guest_stress.py:
 cgroup churn while tasks migrate, readers of every energy.stat and parameter
 changes mid-flight; unload/reload under a context-switch storm; CPU
 offline/online loops; conservation; a kmemleak scan.  Any lockdep, KASAN,
@@ -14,12 +17,18 @@ with CGE_STRESS_FLAVOURS="debug 6.1-rt" (the default); sizes per flavour in
 SIZES, scaled by CGE_STRESS_SCALE (e.g. 0.2 for a quick run).  Each run's
 measurements are kept in .build/stress/<flavour>.json.
 """
+import contextlib
 import json
 import os
+import shlex
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
 
+from dkmstree import private_tree
+from vm import debugkernel, kernels
 from workload import cgwork, close, guest_json, ok
 
 REPO = Path(__file__).resolve().parents[1]
@@ -34,6 +43,43 @@ SCALE = float(os.environ.get('CGE_STRESS_SCALE', 1))
 pytestmark = pytest.mark.vm
 
 
+def run(cmd, **kw):
+    r = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    assert r.returncode == 0, f'{shlex.join(cmd)}:\n{r.stdout}{r.stderr}'
+    return r.stdout
+
+
+def signed_modules(tree, unsigned):
+    """On the debug kernel (MODULE_SIG_FORCE): the module as DKMS builds
+    and signs it with the key the kernel trusts (`make dkms-install`,
+    DKMS's mok_signing_key and mok_certificate naming the test key, as
+    /etc/dkms/framework.conf does), and the modules it must refuse: the
+    unsigned test build, and a copy of it signed by a key it does not
+    trust, made as DKMS makes its own key (an operator's key never
+    enrolled).  Returns (DKMS's module, {label: module to refuse})."""
+    k = kernels.kernel('debug')
+    key, cert = debugkernel.test_key()
+    r = tree.make('dkms-install', k, mok_signing_key=str(key),
+                  mok_certificate=str(cert))
+    assert r.returncode == 0, r.out
+    _, inst = tree.modules(k.kver)
+    assert len(inst) == 1, (inst, r.out)
+    other_key, other_cert = tree.root / 'other.key', tree.root / 'other.pub'
+    run(['openssl', 'req', '-new', '-x509', '-nodes', '-days', '1', '-subj',
+         '/CN=DKMS module signing key', '-newkey', 'rsa:2048', '-keyout',
+         str(other_key), '-outform', 'DER', '-out', str(other_cert)])
+    untrusted = tree.root / 'untrusted' / unsigned.name
+    untrusted.parent.mkdir()
+    shutil.copy(unsigned, untrusted)
+    run([str(k.kdir / 'scripts/sign-file'), 'sha256', str(other_key),
+         str(other_cert), str(untrusted)])
+    return inst[0], {'unsigned': unsigned, 'untrusted': untrusted}
+
+
+def signer(ko):
+    return run(['modinfo', '-F', 'signer', str(ko)]).strip()
+
+
 @pytest.fixture(scope='module', params=FLAVOURS)
 def res(request, vm):
     flavour = request.param
@@ -42,12 +88,23 @@ def res(request, vm):
                            for x in (n, reloads, hotplug))
     ko = vm.build_module(flavour)
     tool = cgwork()
-    r = vm.run({'run': f'CGE_STRESS_CGROUPS={n} CGE_STRESS_RELOADS={reloads} '
-                f'CGE_STRESS_HOTPLUG={hotplug} /usr/bin/python3 '
-                f'tests/vm/guest/guest_stress.py {ko} {tool}'},
-               flavour=flavour, timeout=timeout, mem=mem)
+    with contextlib.ExitStack() as stack:
+        refuse, signers = {}, {}
+        if flavour == 'debug':
+            tree = stack.enter_context(private_tree())
+            ko, refuse = signed_modules(tree, ko)
+            signers = {x: signer(m) for x, m in
+                       (('loaded', ko), *refuse.items())}
+        env = ','.join(f'{x}={m}' for x, m in refuse.items())
+        r = vm.run({'run': f'CGE_STRESS_CGROUPS={n} '
+                    f'CGE_STRESS_RELOADS={reloads} '
+                    f'CGE_STRESS_HOTPLUG={hotplug} '
+                    f"CGE_STRESS_REFUSE='{env}' /usr/bin/python3 "
+                    f'tests/vm/guest/guest_stress.py {ko} {tool}'},
+                   flavour=flavour, timeout=timeout, mem=mem)
     out = guest_json(r)
     out['_flavour'] = flavour
+    out['_signers'] = signers
     out['_sizes'] = {'cgroups': n, 'reloads': reloads, 'hotplug': hotplug}
     out['_vm'] = {'boot_s': r.boot_time, 'total_s': round(r.duration, 1)}
     d = REPO / '.build/stress'
@@ -64,6 +121,27 @@ def test_debug_facilities_on(res):
         assert r['debug_locks'] == 1, r
     if res['_flavour'].endswith('-rt'):
         assert r['rt'], r['version']
+
+
+def test_only_modules_signed_by_a_trusted_key_load(res):
+    """The debug kernel enforces module signatures (MODULE_SIG_FORCE, as
+    under Secure Boot): the unsigned module and one signed by a key it does
+    not trust are refused; the module DKMS signed with the trusted test key
+    loads (the whole stress runs on it) with no unverified-module taint."""
+    if res['_flavour'] != 'debug':
+        pytest.skip('signatures are enforced on the debug kernel only')
+    r = ok(res, 's_signing')
+    assert r['sig_enforce'] == 'Y', r
+    assert res['_signers'] == {'loaded': debugkernel.KEY_SUBJECT,
+                               'unsigned': '',
+                               'untrusted': 'DKMS module signing key'}
+    why = {'unsigned': 'unsigned module',
+           'untrusted': 'module with unavailable key'}
+    assert r['tried'] == {
+        x: {'err': 'EKEYREJECTED', 'log': [f'Loading of {w} is rejected']}
+        for x, w in why.items()}, r['tried']
+    load = ok(res, 's_load')
+    assert load['taint'] == ['O'] and not load['unverified'], load
 
 
 def test_churn_with_migration_readers_and_params(res):

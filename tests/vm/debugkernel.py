@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0
 """Debug kernel for the stress suite: Debian's linux-source-6.1 built with
 KASAN, lockdep (PROVE_LOCKING), DEBUG_ATOMIC_SLEEP, DEBUG_PREEMPT,
-DEBUG_OBJECTS and KMEMLEAK, cached by its configuration.
+DEBUG_OBJECTS and KMEMLEAK, and with module signing enforced
+(MODULE_SIG_FORCE) by a test key in its keyring; cached by its configuration.
 
     k = kernel()        # -> kernels.Kernel, flavour 'debug'; builds if needed
 
@@ -17,6 +18,8 @@ Cache, under $CGE_CACHE (default /var/cache/cgroup-energy):
   debug-kernel/src-<debver>/   unpacked /usr/src/linux-source-6.1.tar.xz
                                (a private copy: the KUnit tree is not touched)
   debug-kernel/<key>/build/    O= output tree; also the module build tree
+  debug-kernel/<key>/keys/     mok.key, mok.pub: the test key the kernel
+                               trusts (test_key())
   debug-kernel/<key>/root/     boot/config-<kver>, boot/vmlinuz-<kver>,
                                lib/modules/<kver>/ (modules.builtin, depmod),
                                usr/src/linux-headers-<kver> -> build
@@ -105,6 +108,15 @@ CONFIG_KVM_GUEST=y
 CONFIG_PVH=y
 CONFIG_MODULES=y
 CONFIG_MODULE_UNLOAD=y
+# --- module signing enforced, as under Secure Boot: only a module signed by
+# a key in the kernel's keyring loads.  The keyring holds the test key
+# (test_key(): the build tree's cge-trusted.pem) besides the build's own.
+CONFIG_MODULE_SIG=y
+CONFIG_MODULE_SIG_FORCE=y
+# CONFIG_MODULE_SIG_ALL is not set
+CONFIG_MODULE_SIG_SHA256=y
+CONFIG_SYSTEM_TRUSTED_KEYRING=y
+CONFIG_SYSTEM_TRUSTED_KEYS="cge-trusted.pem"
 # --- cgroups and namespaces (cgroup v2, cgroup namespaces for unshare -C)
 CONFIG_CGROUPS=y
 CONFIG_CGROUP_SCHED=y
@@ -162,6 +174,15 @@ CONFIG_DEBUG_LIST=y
 # CONFIG_WQ_WATCHDOG is not set
 CONFIG_RCU_CPU_STALL_TIMEOUT=120
 """
+
+
+# The test key, made as DKMS makes its MOK key when it has none (dkms's
+# openssl command, with another subject): keys/mok.key and keys/mok.pub (DER)
+# in the kernel's cache directory, the certificate also in PEM in the build
+# tree for CONFIG_SYSTEM_TRUSTED_KEYS.  A module signed with it (DKMS's
+# mok_signing_key and mok_certificate) loads; any other module is refused.
+KEY_SUBJECT = 'cgroup-energy debug kernel test key'
+TRUSTED_PEM = 'cge-trusted.pem'
 
 
 class DebugKernelError(RuntimeError):
@@ -283,6 +304,33 @@ def configure(src, build):
                                'fragment:\n  ' + '\n  '.join(bad))
 
 
+def test_key(kd=None):
+    """(private key, DER certificate) of the key the debug kernel trusts."""
+    keys = (kd or kernel_dir()) / 'keys'
+    return keys / 'mok.key', keys / 'mok.pub'
+
+
+def _make_test_key(kd, build):
+    """The test key (once per cache directory: the kernel built with it
+    trusts no other) and its PEM certificate in the build tree."""
+    key, cert = test_key(kd)
+    if not cert.exists():
+        shutil.rmtree(key.parent, ignore_errors=True)
+        tmp = Path(tempfile.mkdtemp(prefix='.keys.', dir=kd))
+        r = _run(['openssl', 'req', '-new', '-x509', '-nodes', '-days',
+                  '36500', '-subj', f'/CN={KEY_SUBJECT}', '-newkey',
+                  'rsa:2048', '-keyout', str(tmp / key.name), '-outform',
+                  'DER', '-out', str(tmp / cert.name)])
+        if r.returncode != 0:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise DebugKernelError(f'openssl req (the test key): {r.stderr}')
+        tmp.rename(key.parent)
+    r = _run(['openssl', 'x509', '-inform', 'DER', '-in', str(cert),
+              '-out', str(build / TRUSTED_PEM)])
+    if r.returncode != 0:
+        raise DebugKernelError(f'openssl x509 {cert}: {r.stderr}')
+
+
 def _install(kd, build, kver):
     """Lay out root/ like an unpacked Debian kernel for kernels.Kernel."""
     root = kd / 'root'
@@ -328,6 +376,7 @@ def build(config_only=False):
         configure(src, bdir)
         if config_only:
             return kd
+        _make_test_key(kd, bdir)
         jobs = int(os.environ.get('CGE_DEBUG_JOBS') or os.cpu_count() or 1)
         log(f'building {bdir} (-j{jobs}, nice 19); this takes a while')
         t1 = time.monotonic()

@@ -7,9 +7,13 @@ kmemleak; lighter on the stock 6.1-rt kernel):
 
 Sizes from the environment: CGE_STRESS_CGROUPS (cgroups created and removed,
 default 5000), CGE_STRESS_RELOADS (unload/reload cycles, 10),
-CGE_STRESS_HOTPLUG (CPU offline/online cycles, 10).
+CGE_STRESS_HOTPLUG (CPU offline/online cycles, 10).  CGE_STRESS_REFUSE
+(label=path,...): modules the kernel must refuse to load (on the debug
+kernel, which enforces module signatures: unsigned, or signed by a key it
+does not trust).
 
-Phases: kernel facts; a kmemleak baseline (what the kernel leaks by itself,
+Phases: kernel facts; the modules to refuse, each tried once; a kmemleak
+baseline (what the kernel leaks by itself,
 before the module is loaded) and `clear`; load; cgroup churn with migrating
 tasks, readers of every energy.stat and parameter changes; unload/reload under
 a context-switch storm; CPU offline/online under readers and the storm;
@@ -19,6 +23,7 @@ Prints one line 'CGE-RESULT {json}'; the host test asserts on it (and the
 harness fails the run on any kernel splat in the console or dmesg).
 """
 import collections
+import errno
 import os
 import queue
 import random
@@ -355,6 +360,30 @@ def s_env(ctx):
             'reports_at_boot': kernel_reports()}
 
 
+def s_signing(ctx):
+    """Each CGE_STRESS_REFUSE module loaded once: its errno and the kernel's
+    new log lines; whether the kernel enforces signatures."""
+    todo = [x.split('=', 1) for x in
+            os.environ.get('CGE_STRESS_REFUSE', '').split(',') if x]
+    if not todo:
+        return {'skipped': 'no module to refuse (CGE_STRESS_REFUSE)'}
+    enforce = Path('/sys/module/module/parameters/sig_enforce')
+    out = {'sig_enforce': enforce.read_text().strip()
+           if enforce.exists() else None, 'tried': {}}
+    for label, path in todo:
+        before = dmesg().splitlines()
+        try:
+            insmod(path)
+            err = None
+            rmmod()
+        except OSError as e:
+            err = errno.errorcode.get(e.errno, str(e.errno))
+        log = dmesg().splitlines()[len(before):]
+        out['tried'][label] = {'err': err, 'log': [
+            re.sub(r'^\[[ 0-9.]+\] ', '', ln) for ln in log]}
+    return out
+
+
 def s_baseline(ctx):
     """What the kernel leaks by itself: a little churn, hotplug and a storm
     without the module, a scan, then `clear` so later reports are new."""
@@ -377,7 +406,12 @@ def s_baseline(ctx):
 def s_load(ctx):
     load_module()
     mount_en()
-    return {'info': info()}
+    # /proc/modules' taint flags: (O) out of tree; (E) unsigned, or its
+    # signature not checked
+    line = next(ln for ln in Path('/proc/modules').read_text().splitlines()
+                if ln.split()[0] == 'cgroup_energy')
+    return {'info': info(), 'taint': re.findall(r'\(([A-Z]+)\)$', line),
+            'unverified': 'module verification failed' in dmesg()}
 
 
 def s_churn(ctx):
@@ -583,5 +617,5 @@ def s_reports(ctx):
 
 
 if __name__ == '__main__':
-    scenarios([s_env, s_baseline, s_load, s_churn, s_reload, s_hotplug,
+    scenarios([s_env, s_signing, s_baseline, s_load, s_churn, s_reload, s_hotplug,
                s_final, s_kmemleak, s_reports], {})
