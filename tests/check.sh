@@ -29,7 +29,7 @@
 # part (VM_SOLO: the throughput, nohz, calibration and scrape-timing tests)
 # runs alone, before the lane starts. CGE_OVERLAP=0, or a run without the vm
 # stage, runs the stages one after another.
-# CGE_STAGES="host vm" runs a subset (default: every stage but server); an
+# CGE_STAGES="host vm" runs a subset (default: every stage); an
 # unknown stage name, or none, stops
 # the script with exit status 2 before any stage runs. CGE_CACHE (default
 # /var/cache/cgroup-energy) keeps downloads and builds between runs.
@@ -46,11 +46,9 @@
 set -u
 
 ALL_STAGES="deps build style host kunit sweep vm server debug"
-# What make check runs: every stage but server, which a run must name
-# (make check-server): alone it took 14 min with its image cached (and
-# 257 s more to build the image), and in the lane it made a warm make
-# check of 46 min, over the 40-minute budget (docs/testing.md).
-DEFAULT_STAGES="deps build style host kunit sweep vm debug"
+# What make check runs: every stage (make check-server: the server stage
+# alone, with what it needs).
+DEFAULT_STAGES=$ALL_STAGES
 # the stages that run beside the vm stage's second part, in this order
 LANE_STAGES="host sweep server debug"
 # CGE_STAGES split on blanks, without expanding wildcards.
@@ -303,6 +301,9 @@ trap 'exit 129' HUP
 trap 'exit 130' INT
 trap 'exit 143' TERM
 T0=$(now)
+# the host's CPU counters at the start: the summary reports how busy the
+# cores were over the run (busy: all but idle, iowait and steal; steal apart)
+head -1 /proc/stat >"$OUT/cpu-start"
 # what is tested: the tree at the start (an edit during the run is not)
 DESCRIBE=$(git describe --always --dirty 2>/dev/null)
 # beside the vm stage's second part: the lane's stages (else in this order)
@@ -329,7 +330,7 @@ echo "==== check: durations"
 printf '%s' "$summary"
 $PY - "$OUT" "$(( $(now) - T0 ))" "$DESCRIBE" \
 	"$CACHE" "$CACHE_EMPTY" <<'PYEOF'
-import glob, json, sys, time
+import glob, json, os, sys, time
 import xml.etree.ElementTree as ET
 out, total, commit = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 cache = {'path': sys.argv[4], 'empty_at_start': sys.argv[5] == '1'}
@@ -355,8 +356,26 @@ for x in sorted(glob.glob(sys.argv[1] + '/*.xml')):
             tid = f"{tc.get('classname')}::{tc.get('name')}"
             if tid not in failed:
                 failed.append(tid)
+
+
+def jiffies(line):
+    # user nice system idle iowait irq softirq steal (guest time is in
+    # user and nice already): all, idle + iowait, steal
+    f = [int(x) for x in line.split()[1:9]]
+    return sum(f), f[3] + f[4], f[7]
+
+
+try:
+    (a0, i0, s0), (a1, i1, s1) = (jiffies(open(f).readline()) for f in
+                                  (out + '/cpu-start', '/proc/stat'))
+    all_ = a1 - a0
+    cpu = {'cores': os.cpu_count(),
+           'busy_fraction': round((all_ - (i1 - i0) - (s1 - s0)) / all_, 3),
+           'steal_fraction': round((s1 - s0) / all_, 3)}
+except (OSError, ValueError, IndexError, ZeroDivisionError) as e:
+    cpu = {'error': str(e)}
 doc = {'commit': commit, 'finished': time.strftime('%Y-%m-%dT%H:%M:%S%z'),
-       'total_seconds': total, 'cache': cache, 'stages': stages,
+       'total_seconds': total, 'cache': cache, 'cpu': cpu, 'stages': stages,
        'tests': {'passed': t, 'failed': f, 'skipped': s,
                  'failed_ids': failed}}
 with open(out + '/timings.json', 'w') as fh:

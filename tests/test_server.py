@@ -204,7 +204,8 @@ def burned(b):
 def built_by_the_install(b, kver):
     """The boot's install step succeeded, and DKMS installed this version's
     module for kver, where modprobe finds it (DKMS compresses it as the
-    kernel's own modules are: 6.12's .ko.xz)."""
+    kernel's own modules are: 6.12's .ko.xz), signed with a key of DKMS's
+    (docs/install.md, Secure Boot)."""
     out = b.ok('install')
     ver = re.escape(changelog_version())
     assert re.search(rf'cgroup-energy/{ver}, {re.escape(kver)}, x86_64: '
@@ -212,6 +213,8 @@ def built_by_the_install(b, kver):
     assert re.fullmatch(rf'/lib/modules/{re.escape(kver)}/updates/dkms/'
                         r'cgroup_energy\.ko(\.xz|\.zst)?',
                         b.ok('modinfo').strip()), b.out('modinfo')
+    assert b.ok('signer').strip() == 'DKMS module signing key', out[-3000:]
+    assert b.ok('sig_key').strip(), out[-3000:]
 
 
 def test_apt_install_builds_the_module_for_the_running_kernel(scenario):
@@ -234,6 +237,10 @@ def test_a_new_kernel_gets_its_build_at_install(scenario):
     later = scenario['kvers']['LATER_KVER']
     built_by_the_install(b, later)
     assert b.ok('grub_first').strip() == later
+    # the key DKMS made at the first install signs this build too
+    assert 'Signing key: /var/lib/dkms/mok.key' in b.out('install')
+    assert 'generating self signed' not in b.out('install')
+    assert b.out('sig_key') == boot(scenario, 1).out('sig_key')
 
 
 def test_kernel_without_a_build_is_not_degraded(scenario):

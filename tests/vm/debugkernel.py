@@ -19,7 +19,7 @@ Cache, under $CGE_CACHE (default /var/cache/cgroup-energy):
                                (a private copy: the KUnit tree is not touched)
   debug-kernel/<key>/build/    O= output tree; also the module build tree
   debug-kernel/<key>/keys/     mok.key, mok.pub: the test key the kernel
-                               trusts (test_key())
+                               trusts (trusted_key())
   debug-kernel/<key>/root/     boot/config-<kver>, boot/vmlinuz-<kver>,
                                lib/modules/<kver>/ (modules.builtin, depmod),
                                usr/src/linux-headers-<kver> -> build
@@ -110,7 +110,7 @@ CONFIG_MODULES=y
 CONFIG_MODULE_UNLOAD=y
 # --- module signing enforced, as under Secure Boot: only a module signed by
 # a key in the kernel's keyring loads.  The keyring holds the test key
-# (test_key(): the build tree's cge-trusted.pem) besides the build's own.
+# (trusted_key(): the build tree's cge-trusted.pem) besides the build's own.
 CONFIG_MODULE_SIG=y
 CONFIG_MODULE_SIG_FORCE=y
 # CONFIG_MODULE_SIG_ALL is not set
@@ -304,31 +304,54 @@ def configure(src, build):
                                'fragment:\n  ' + '\n  '.join(bad))
 
 
-def test_key(kd=None):
+def trusted_key(kd=None):
     """(private key, DER certificate) of the key the debug kernel trusts."""
     keys = (kd or kernel_dir()) / 'keys'
     return keys / 'mok.key', keys / 'mok.pub'
 
 
-def _make_test_key(kd, build):
-    """The test key (once per cache directory: the kernel built with it
-    trusts no other) and its PEM certificate in the build tree."""
-    key, cert = test_key(kd)
-    if not cert.exists():
+def make_key(key, cert, subject, days=36500):
+    """A key and its self-signed DER certificate, made with the openssl
+    command DKMS runs for its MOK key."""
+    r = _run(['openssl', 'req', '-new', '-x509', '-nodes', '-days',
+              str(days), '-subj', f'/CN={subject}', '-newkey', 'rsa:2048',
+              '-keyout', str(key), '-outform', 'DER', '-out', str(cert)])
+    if r.returncode != 0:
+        raise DebugKernelError(f'openssl req ({subject}): {r.stderr}')
+
+
+def _make_trusted_key(kd, build):
+    """The test key, made once per cache directory (the kernel built with
+    it trusts no other; a key half made by an interrupted build is made
+    again), and its PEM certificate in the build tree, rewritten only when
+    it differs (a new file relinks the kernel)."""
+    key, cert = trusted_key(kd)
+    if not (key.exists() and cert.exists()):
+        for d in kd.glob('.keys.*'):
+            shutil.rmtree(d, ignore_errors=True)
         shutil.rmtree(key.parent, ignore_errors=True)
         tmp = Path(tempfile.mkdtemp(prefix='.keys.', dir=kd))
-        r = _run(['openssl', 'req', '-new', '-x509', '-nodes', '-days',
-                  '36500', '-subj', f'/CN={KEY_SUBJECT}', '-newkey',
-                  'rsa:2048', '-keyout', str(tmp / key.name), '-outform',
-                  'DER', '-out', str(tmp / cert.name)])
-        if r.returncode != 0:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise DebugKernelError(f'openssl req (the test key): {r.stderr}')
+        make_key(tmp / key.name, tmp / cert.name, KEY_SUBJECT)
         tmp.rename(key.parent)
-    r = _run(['openssl', 'x509', '-inform', 'DER', '-in', str(cert),
-              '-out', str(build / TRUSTED_PEM)])
+    r = _run(['openssl', 'x509', '-inform', 'DER', '-in', str(cert)])
     if r.returncode != 0:
         raise DebugKernelError(f'openssl x509 {cert}: {r.stderr}')
+    pem = build / TRUSTED_PEM
+    if not pem.exists() or pem.read_text() != r.stdout:
+        pem.write_text(r.stdout)
+
+
+def check_trusted_key(kd):
+    """The built kernel's keyring holds the test key's certificate, and
+    the private key is there: else a DebugKernelError (delete the cache
+    directory to rebuild)."""
+    key, cert = trusted_key(kd)
+    certs = kd / 'build/certs/x509_certificate_list'
+    if not (key.exists() and cert.exists() and certs.exists()
+            and cert.read_bytes() in certs.read_bytes()):
+        raise DebugKernelError(f'{kd}: the test key ({key.parent}) is not '
+                               'the one the kernel was built to trust; '
+                               f'delete {kd} to rebuild')
 
 
 def _install(kd, build, kver):
@@ -376,7 +399,7 @@ def build(config_only=False):
         configure(src, bdir)
         if config_only:
             return kd
-        _make_test_key(kd, bdir)
+        _make_trusted_key(kd, bdir)
         jobs = int(os.environ.get('CGE_DEBUG_JOBS') or os.cpu_count() or 1)
         log(f'building {bdir} (-j{jobs}, nice 19); this takes a while')
         t1 = time.monotonic()
@@ -401,6 +424,7 @@ def meta():
 def kernel():
     """The debug kernel as a kernels.Kernel (flavour 'debug')."""
     kd = build()
+    check_trusted_key(kd)
     kver = json.loads((kd / 'meta.json').read_text())['kver']
     return kernels.Kernel('debug', kver, kd)
 

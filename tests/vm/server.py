@@ -68,7 +68,9 @@ SUITE = 'bookworm'
 # without headers.
 FIRST, LATER, NO_BUILD = '6.1', '6.12', '5.10'
 DEBOOTSTRAP_PKGS = ['systemd-sysv', 'udev', 'dbus', 'kmod', 'procps']
-PKGS = ['dkms', 'grub-pc', 'initramfs-tools', 'zstd', 'e2fsprogs']
+# openssl: DKMS makes its MOK key with it and signs each build (a server
+# has it: ca-certificates depends on it)
+PKGS = ['dkms', 'grub-pc', 'initramfs-tools', 'zstd', 'e2fsprogs', 'openssl']
 # What the guest's apt installs without network, besides the 6.12 kernel:
 # energystat's libraries (debian/control's ${shlibs:Depends}).
 DOWNLOAD = ['libmicrohttpd12']
@@ -373,7 +375,8 @@ def qemu_command(disk, share, snapshot=False, extra=(), cpus=2, mem='2G'):
     cgerun, the serial console on stdout; it reboots in place (no
     -no-reboot) and exits when the guest powers off."""
     drive = f'file={disk},if=virtio,cache=unsafe,format=raw'
-    return [harness.QEMU, '-machine', 'q35', '-accel', 'tcg', '-cpu', 'max',
+    return [harness.QEMU, '-machine', 'q35', '-accel', 'tcg',
+            '-cpu', harness.cpu_option('max'),
             '-smp', str(cpus), '-m', mem, '-nographic', '-nodefaults',
             '-serial', 'stdio', '-drive', drive,
             *(['-snapshot'] if snapshot else []),

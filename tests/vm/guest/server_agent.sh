@@ -105,6 +105,8 @@ case $n in
 	need install 'cd /var/tmp/debs && apt install -y ./cgroup-energy-dkms_*.deb ./energystat_*.deb'
 	run dkms 'dkms status'
 	run modinfo 'modinfo -F filename cgroup_energy'
+	run signer 'modinfo -F signer cgroup_energy'
+	run sig_key 'modinfo -F sig_key cgroup_energy'
 	next_boot ;;
 2)	# 6.1 with the packages; then install 6.12 and its headers
 	boot_state
@@ -112,6 +114,8 @@ case $n in
 	need install "apt install -y $LATER_SPECS"
 	run dkms 'dkms status'
 	run modinfo "modinfo -k $LATER_KVER -F filename cgroup_energy"
+	run signer "modinfo -k $LATER_KVER -F signer cgroup_energy"
+	run sig_key "modinfo -k $LATER_KVER -F sig_key cgroup_energy"
 	run grub_first "sed -n \"s/^[[:space:]]*linux[[:space:]]\\+\\/boot\\/vmlinuz-\\([^ ]*\\) .*/\\1/p\" /boot/grub/grub.cfg | head -1"
 	next_boot ;;
 3)	# GRUB's default, the newest kernel: 6.12; then 5.10, once

@@ -17,7 +17,7 @@ cmd = '/usr/bin/python3 tests/vm/repro/mttcg-int3/reload.py ' + ' '.join(shlex.q
 (rundir / 'cmd' / '0000').write_text(cmd + '\n')
 (rundir / 'config').write_text(f'REPO={harness.REPO}\nCGE_FLAVOUR={flavour}\nCGE_KVER={k.kver}\n')
 mon = str(rundir / 'mon.sock')
-argv = harness.qemu_command(k, initrd, rundir, 2, '1G', 'nokaslr ' + os.environ.get('APPEND', ''))
+argv = harness.qemu_command(k, initrd, rundir, 2, '1G', 'nokaslr ' + os.environ.get('APPEND', ''), cpu_flags='')
 if os.environ.get('QACCEL'):
     argv[argv.index('-accel') + 1] = os.environ['QACCEL']
 argv += ['-monitor', f'unix:{mon},server,nowait']
