@@ -483,19 +483,21 @@ def test_missing_dependency_fails_in_make_check(tmp_path):
                 in r.stdout, r.stdout
 
 
-def test_default_stages_leave_out_server(tmp_path):
-    """Without CGE_STAGES every stage runs but server (make check-server's):
-    the stubbed tree has no deps.sh, Makefile or KUnit test, so those
-    stages fail; the stages that ran are what counts."""
+def test_default_stages_are_every_stage(tmp_path):
+    """Without CGE_STAGES every stage runs, server included: the stubbed
+    tree has no deps.sh, Makefile or KUnit test, so those stages fail; the
+    stages that ran are what counts."""
     repo = fake_repo(tmp_path)
     vm_stubs(repo)
     lane_stubs(repo)
     r, ran = check(repo, CGE_STRESS_FLAVOURS='debug')
-    assert 'server' not in ran, ran
-    assert {'solo', 'host', 'sweep', 'stress debug', 'rest end'} <= set(ran), ran
+    assert {'solo', 'host', 'sweep', 'server', 'stress debug',
+            'rest end'} <= set(ran), ran
+    assert ran.index('sweep') < ran.index('server') < \
+        ran.index('stress debug'), ran
     tsv, doc = timings(repo)
     assert set(tsv) == {'deps', 'build', 'style', 'host', 'kunit', 'sweep',
-                        'vm', 'debug', 'debug-wait'}, tsv
+                        'vm', 'server', 'debug', 'debug-wait'}, tsv
     # the host's CPU over the run, from /proc/stat
     cpu = doc['cpu']
     assert cpu['cores'] == os.cpu_count(), cpu
