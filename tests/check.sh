@@ -11,8 +11,9 @@
 # server: tests/test_server.py) and debug (the stress suite, lighter, on
 # 6.1-rt, then on the KASAN/lockdep kernel, whose build it waits for only
 # after 6.1-rt has run).
-# The host, sweep, server and debug stages run beside the vm stage's second
-# part, in that order, at nice 10 (the lane: check.sh --lane): the guests of that part
+# The host, sweep and debug stages run beside the vm stage's second part,
+# in that order, and the server stage beside them, at nice 10 (the lane:
+# check.sh --lane, one session): the guests of that part
 # leave about half of the host's CPU idle (0.54 busy on average over
 # test_engine and test_rapl_emu on 6.1: they wait for samples), which the
 # lane takes. The lane's checks are results (test outcomes, warnings, kernel
@@ -48,7 +49,8 @@ set -u
 ALL_STAGES="deps build style host kunit sweep vm server debug"
 # What make check runs: every stage.
 DEFAULT_STAGES=$ALL_STAGES
-# the stages that run beside the vm stage's second part, in this order
+# the stages that run beside the vm stage's second part: server beside
+# the others, which run in this order
 LANE_STAGES="host sweep server debug"
 # CGE_STAGES split on blanks, without expanding wildcards.
 STAGES=""
@@ -276,10 +278,23 @@ if [ "${1:-}" = --lane ]; then
 	DEBUG_BG=${CGE_DEBUG_BG:-}
 	TSV=$OUT/lane.tsv
 	summary=""
+	# The server stage beside the others, in the same session: its guest
+	# has one vCPU, which used about half a core here; in sequence, the
+	# lane left a core idle while it ran and while the debug stage ran
+	# after the vm stage (docs/testing.md). Its output follows theirs.
+	server_pid=""
+	if selected server; then
+		(stage server server_stage; [ -z "$failed" ]) \
+			>"$OUT/lane-server.log" 2>&1 &
+		server_pid=$!
+	fi
 	stage host host_stage
 	stage sweep sweep_stage
-	stage server server_stage
 	stage debug debug_stage
+	if [ -n "$server_pid" ]; then
+		wait "$server_pid" || failed="$failed server"
+		cat "$OUT/lane-server.log"
+	fi
 	[ -z "$failed" ]
 	exit $?
 fi
