@@ -34,7 +34,8 @@ check:
 	sh tests/check.sh
 
 # The Debian packages on a booted Debian 12 server (tests/test_server.py):
-# only make check's deps, build and server stages (make check runs them too).
+# make check's deps, build and server stages; not in make check's default
+# stages, for time (tests/check.sh).
 check-server:
 	CGE_STAGES="deps build server" sh tests/check.sh
 

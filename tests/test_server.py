@@ -41,12 +41,6 @@ AGENT = REPO / 'tests/vm/guest/server_agent.sh'
 # vm stage (the 6.12 install 822 s): tests/results/server.jsonl.
 DEADLINE = 2400
 BOOTS = 4
-# One vCPU: with two, beside the vm stage's guests on this 2-core host, the
-# 6.12 install took 1,042 s against 314 s alone (server.jsonl): a vCPU that
-# waits for the other (IPIs, stop_machine at each module load, TLB
-# shootdowns) spins while its host thread has no core. The scenario's
-# checks need no second CPU; the vm stage covers the module on several.
-CPUS = 1
 
 
 class Boot:
@@ -101,7 +95,7 @@ def scenario():
     (share / 'env').write_text(''.join(f"{k}='{v}'\n" for k, v in env.items()))
     # -snapshot: the guest's writes go to QEMU's temporary overlay, which
     # lasts until QEMU exits, across the guest's reboots
-    argv = server.qemu_command(disk, share, snapshot=True, cpus=CPUS)
+    argv = server.qemu_command(disk, share, snapshot=True)
     (rundir / 'qemu.cmd').write_text(' '.join(argv) + '\n')
     console = rundir / 'console.log'
     t1 = time.monotonic()
