@@ -462,8 +462,9 @@ def cmd_ebpfcost(a):
 
 class Ftrace:
     """function_graph on the sampler: cge_sample_fn (one sample), with the
-    drains (cge_cpu_drain: an IPI to each CPU), the split and fold into the
-    records (cge_split_pkg) and the reaper pass (cge_cgstate_reap) inside.
+    drains (cge_cpu_drain: each CPU's, from the sampler's), the split and
+    fold into the records (cge_split_pkg) and the reaper pass
+    (cge_cgstate_reap) inside.
 
     Read through trace_pipe (consuming, non-blocking): reading the `trace`
     file stops recording while it reads, which loses samples."""

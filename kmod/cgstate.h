@@ -88,6 +88,12 @@ struct cge_rec {
 	 * 1 + the index of its charges in the sampler's scratch; else 0.
 	 */
 	unsigned int acc_idx;
+	/*
+	 * Sampler only: CPU time charged to it for a running task beyond
+	 * what the task then turned out to have run (probe.c's over_ns),
+	 * taken back from its next charges.
+	 */
+	u64 debt_ns;
 	/* its own tasks' time below a whole µs (total.h) */
 	u32 usage_rem_ns;
 	u32 impact_rem_ns;

@@ -19,6 +19,7 @@
 #include <linux/dcache.h>
 #include <linux/rcupdate.h>
 #include <linux/workqueue.h>
+#include <linux/kernel_stat.h>
 #include <asm/msr.h>
 #include <asm/processor.h>
 #include <asm/topology.h>
@@ -183,19 +184,6 @@ static inline int cge_rdmsr_on_cpu(unsigned int cpu, u32 msr, u64 *val)
 #endif
 }
 
-/*
- * A CPU's own energy status register, read on that CPU with IRQs off (the
- * drain IPI): rdmsrl_safe() became rdmsrq_safe() in 6.16.
- */
-static inline int cge_rdmsr_local(u32 msr, u64 *val)
-{
-#if CGE_HAVE_RDMSRQ
-	return rdmsrq_safe(msr, val);
-#else
-	return rdmsrl_safe(msr, val);
-#endif
-}
-
 /* topology_max_die_per_package() was renamed in 6.9. */
 static inline unsigned int cge_max_dies_per_package(void)
 {
@@ -227,5 +215,40 @@ static inline unsigned int cge_max_dies_per_package(void)
 #else
 #define CGE_TAINT_EMU TAINT_USER
 #endif
+
+/*
+ * Whether @p's state is TASK_RUNNING: task_is_running() from 5.14, where
+ * task_struct.state became __state.
+ */
+static inline bool cge_task_running(struct task_struct *p)
+{
+#if CGE_HAVE_TASK_IS_RUNNING
+	return task_is_running(p);
+#else
+	return READ_ONCE(p->state) == TASK_RUNNING;
+#endif
+}
+
+/*
+ * @cpu's task clock (the runqueue's clock_task, se.exec_start's clock) at
+ * @now, @cpu's sched_clock. The runqueue's clock less the interrupt time
+ * the kernel measures (CONFIG_IRQ_TIME_ACCOUNTING) and the steal time the
+ * hypervisor reports (CONFIG_PARAVIRT_TIME_ACCOUNTING), where built in:
+ * their totals, as kernel_cpustat keeps them (measured interrupt time at
+ * each interrupt's end, steal at each tick). Neither is in Debian's
+ * kernels, where it is @now itself. A config decision, not an interface:
+ * no probe can tell it better.
+ */
+static inline u64 cge_clock_task(unsigned int cpu, u64 now)
+{
+	u64 off = 0;
+
+	if (IS_ENABLED(CONFIG_IRQ_TIME_ACCOUNTING))
+		off += READ_ONCE(kcpustat_cpu(cpu).cpustat[CPUTIME_IRQ]) +
+		       READ_ONCE(kcpustat_cpu(cpu).cpustat[CPUTIME_SOFTIRQ]);
+	if (IS_ENABLED(CONFIG_PARAVIRT_TIME_ACCOUNTING))
+		off += READ_ONCE(kcpustat_cpu(cpu).cpustat[CPUTIME_STEAL]);
+	return now > off ? now - off : 0;
+}
 
 #endif /* CGE_COMPAT_H */

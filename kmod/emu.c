@@ -235,7 +235,7 @@ struct cge_emu_pkg {
  * @die: topology_die_id()
  * @id: topology_core_id()
  * @first: its lowest CPU number seen so far
- * @remote: reads made on a CPU that is not one of its own
+ * @remote: reads asked for from a CPU that is not one of its own (an IPI)
  * @ctr: the counter
  */
 struct cge_emu_core {
@@ -265,7 +265,8 @@ struct cge_emu_cpu {
 static const struct cge_emu_profile *cge_emu_p;
 static int cge_emu_zero_dom = -1;
 /*
- * raw: AMD core counters are read in the drain IPI, hardirq even on RT.
+ * raw: every read runs in an IPI's function (cge_emu_rdmsr()), hardirq
+ * even on RT.
  * Each read brings every online CPU up to date under it, IRQs off: fine
  * for a test build of a few CPUs, not for production.
  */
@@ -507,15 +508,45 @@ static int cge_emu_read(struct cge_emu_ctr *c, u32 esu, u64 *val)
 	return 0;
 }
 
-/* A read of the per-core counter @c made on another core wakes it. */
-static void cge_emu_count_remote(struct cge_emu_ctr *c)
+/* A read of the per-core counter @c asked for from CPU @from. */
+static void cge_emu_count_remote(struct cge_emu_ctr *c, unsigned int from)
 {
-	unsigned int me = raw_smp_processor_id();
 	struct cge_emu_core *co = container_of(c, struct cge_emu_core, ctr);
 
-	if (cge_emu_cpus[me].pkg < 0 ||
-	    &cge_emu_cores[cge_emu_cpus[me].core] != co)
+	if (cge_emu_cpus[from].pkg < 0 ||
+	    &cge_emu_cores[cge_emu_cpus[from].core] != co)
 		co->remote++;
+}
+
+/* One read, on the CPU whose register it is (IRQs off). */
+struct cge_emu_rd {
+	unsigned int from;
+	u32 msr;
+	u64 val;
+	int ret;
+};
+
+static void cge_emu_rdmsr_here(void *arg)
+{
+	const struct cge_emu_profile *p = cge_emu_p;
+	unsigned int cpu = smp_processor_id();
+	struct cge_emu_rd *rd = arg;
+	struct cge_emu_ctr *c;
+	int d;
+
+	rd->ret = -EIO;
+	raw_spin_lock(&cge_emu_lock);
+	cge_emu_advance();
+	c = cge_emu_find(cpu, rd->msr, &d);
+	if (c && d == CGE_EMU_PP0 && p->per_core)
+		cge_emu_count_remote(c, rd->from);
+	if (c && d == cge_emu_zero_dom) {
+		rd->val = 0;
+		rd->ret = 0;
+	} else if (c) {
+		rd->ret = cge_emu_read(c, p->esu[d], &rd->val);
+	}
+	raw_spin_unlock(&cge_emu_lock);
 }
 
 /**
@@ -524,37 +555,32 @@ static void cge_emu_count_remote(struct cge_emu_ctr *c)
  * @msr: the register
  * @val: its value
  *
+ * As rdmsr_safe_on_cpu(), which it replaces: the read runs on @cpu, by an
+ * IPI from any other CPU. Process context.
+ *
  * Return: 0, -ENXIO if @cpu is offline, or -EIO for a register the profile
  * does not have (real parts fault on it) or a read that emu_fail_every
  * faults.
  */
 int cge_emu_rdmsr(unsigned int cpu, u32 msr, u64 *val)
 {
-	const struct cge_emu_profile *p = cge_emu_p;
-	struct cge_emu_ctr *c;
-	unsigned long flags;
-	int d, ret = -EIO;
+	struct cge_emu_rd rd = { .msr = msr };
+	int err;
 
-	/* rdmsr_safe_on_cpu() cannot run on an offline CPU */
+	might_sleep();		/* as rdmsr_safe_on_cpu() */
 	if (!cpu_online(cpu))
 		return -ENXIO;
-	if (msr == p->unit_msr) {
-		*val = p->unit;
+	if (msr == cge_emu_p->unit_msr) {
+		*val = cge_emu_p->unit;
 		return 0;
 	}
-	raw_spin_lock_irqsave(&cge_emu_lock, flags);
-	cge_emu_advance();
-	c = cge_emu_find(cpu, msr, &d);
-	if (c && d == CGE_EMU_PP0 && p->per_core)
-		cge_emu_count_remote(c);
-	if (c && d == cge_emu_zero_dom) {
-		*val = 0;
-		ret = 0;
-	} else if (c) {
-		ret = cge_emu_read(c, p->esu[d], val);
-	}
-	raw_spin_unlock_irqrestore(&cge_emu_lock, flags);
-	return ret;
+	rd.from = get_cpu();
+	err = smp_call_function_single(cpu, cge_emu_rdmsr_here, &rd, 1);
+	put_cpu();
+	if (err)
+		return -ENXIO;		/* @cpu is offline */
+	*val = rd.val;
+	return rd.ret;
 }
 
 /* After resume: the counter starts again from 0 at its last whole step. */

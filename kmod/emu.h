@@ -15,12 +15,6 @@
 int cge_emu_init(void);
 void cge_emu_exit(void);
 int cge_emu_rdmsr(unsigned int cpu, u32 msr, u64 *val);
-
-/* The register of the CPU this runs on (IRQs off). */
-static inline int cge_emu_rdmsr_local(u32 msr, u64 *val)
-{
-	return cge_emu_rdmsr(raw_smp_processor_id(), msr, val);
-}
 #else
 static inline int cge_emu_init(void)
 {
@@ -34,11 +28,6 @@ static inline void cge_emu_exit(void)
 static inline int cge_emu_rdmsr(unsigned int cpu, u32 msr, u64 *val)
 {
 	return cge_rdmsr_on_cpu(cpu, msr, val);
-}
-
-static inline int cge_emu_rdmsr_local(u32 msr, u64 *val)
-{
-	return cge_rdmsr_local(msr, val);
 }
 #endif
 

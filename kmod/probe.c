@@ -3,10 +3,10 @@
  * probe.c - sched_switch tracepoint glue and per-CPU charging.
  *
  * The probe runs inside __schedule() with the runqueue lock held and IRQs
- * off. It touches only this CPU's cge_cpu, reads no clock, never takes a
- * lock, never allocates, never reads an MSR and records cgroup ids, not
- * references. The sampler drains each CPU's cache by an IPI to that CPU,
- * unless the CPU has stayed idle since its last drain (cge_drain_quiet()).
+ * off. It touches only this CPU's cge_cpu, under this CPU's raw spinlock,
+ * reads no clock, never allocates, never reads an MSR and records cgroup
+ * ids, not references. The sampler drains each CPU from its own CPU, under
+ * that lock, without interrupting it (cge_cpu_drain()).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -26,33 +26,45 @@
 #include "topo.h"
 
 struct cge_cpu {
+	raw_spinlock_t lock;
 	bool tracking;		/* CPU online: charge its time */
+	/*
+	 * cur runs here: the probe saw it switched in (or it is the hotplug
+	 * thread that brought the CPU online), and not out yet
+	 */
+	bool running;
 	bool idle_at_drain;	/* the idle task ran at the last drain */
-	struct task_struct *cur; /* whose runtime start_rt is; never deref'd */
+	/* whose runtime start_rt is; read only while running (see above) */
+	struct task_struct *cur;
 	u64 cur_cgid;		/* the cgroup cur's runtime is charged to */
 	u64 cur_parent;		/* cur_cgid's parent, set with it (0: root) */
 	u64 wake_cgid;		/* a kernel thread's cgroup, if one left idle */
 	u64 wake_parent;	/* ... and its parent */
 	bool wake_pending;	/* ... and has not yet handed the CPU on */
-	u64 start_rt;		/* cur's sum_exec_runtime, charged up to */
+	u64 start_rt;		/* cur's runtime, charged up to */
 	u64 busy_ns;		/* CPU time charged since the last drain */
-	u64 drain_ns;		/* local_clock() at the last drain */
+	u64 drain_ns;		/* this CPU's sched_clock at the last drain */
 	u64 overflows;		/* charges that took the overflow path */
-	u64 quiet_drains;	/* drains without an IPI (sampler-owned) */
+	u64 quiet_drains;	/* drains of a CPU that stayed idle */
 	struct task_struct *idle; /* this CPU's idle task (pid 0), once it ran */
 	unsigned int hint;	/* slot of the last charge */
 	struct cge_cpu_sample s;
 };
 
 /*
- * Written on its own CPU with IRQs off (the probe, the drain IPI, the
- * hotplug callbacks), and by the sampler, which holds cpus_read_lock():
- * it takes an offline CPU's cache, where nothing runs the probe, and
- * checks an online CPU's state without a lock to skip an idle CPU's IPI
- * (cge_drain_quiet(), which alone writes drain_ns and quiet_drains from
- * outside). No lock is needed. Allocated (alloc_percpu(), not a
- * static per-CPU variable: those come from the small reserve all modules
- * share) before the sampler starts and freed after its last sample.
+ * Each CPU's state is written under its lock: on the CPU itself by the
+ * probe, the attach probe and the hotplug callbacks (IRQs off), and from
+ * the sampler's CPU by the drain, which holds cpus_read_lock(). A drain
+ * closes the CPU's interval (charges the running task up to now) and takes
+ * its cache, atomically with respect to the probe, without interrupting
+ * the CPU (an IPI to do it there would interrupt every busy CPU every
+ * interval, isolated ones, nohz_full or isolcpus, included). The lock keeps
+ * the probe out meanwhile; the probe takes it uncontended but for the
+ * drain of its CPU (a copy of at most CGE_SLOTS slots, every interval_ms).
+ * A raw spinlock, as the runqueue lock the probe nests in: it does not
+ * sleep on PREEMPT_RT. Allocated (alloc_percpu(), not a static per-CPU variable:
+ * those come from the small reserve all modules share) before the sampler
+ * starts and freed after its last sample.
  */
 static struct cge_cpu __percpu *cge_cpus;
 static struct tracepoint *cge_tp;
@@ -114,9 +126,13 @@ static void cge_want(struct cge_cpu_sample *s, u64 cgid, u64 parent)
 	s->want[s->nr_want++].parent_cgid = parent;
 }
 
-/* Charge @ns and @wakeups to @p's cgroup @cgid, child of @parent, in @c. */
-static void cge_charge(struct cge_cpu *c, struct task_struct *p, u64 cgid,
-		       u64 parent, u64 ns, u32 wakeups)
+/*
+ * Charge @ns and @wakeups to @p's cgroup @cgid, child of @parent, in @c,
+ * the state of @cpu.
+ */
+static void cge_charge(struct cge_cpu *c, unsigned int cpu,
+		       struct task_struct *p, u64 cgid, u64 parent, u64 ns,
+		       u32 wakeups)
 {
 	u64 bg_ns = ns && cge_task_background(p) ? ns : 0;
 	struct cge_cpu_sample *s = &c->s;
@@ -137,7 +153,7 @@ static void cge_charge(struct cge_cpu *c, struct task_struct *p, u64 cgid,
 	if (unlikely(s->nr == CGE_SLOTS)) {
 		c->overflows++;
 		if (!cge_cgstate_overflow(cgid, parent, ns, bg_ns, wakeups,
-					  cge_topo_pkg(smp_processor_id())))
+					  cge_topo_pkg(cpu)))
 			cge_want(s, cgid, parent);
 		return;
 	}
@@ -156,26 +172,43 @@ found:
 
 /*
  * Charge @p (running here, not the idle task) its CPU time since it was
- * switched in or last charged. The scheduler has brought
- * p->se.sum_exec_runtime up to date before sched_switch fires, for every
- * scheduling class (update_curr() from dequeue or put_prev_task), and it is
- * what cpu.stat's usage_usec sums: so the probe reads no clock and agrees
- * with cpu.stat by construction.
+ * switched in or last charged. At sched_switch (@fresh) the scheduler has
+ * brought p->se.sum_exec_runtime up to date, for every scheduling class
+ * (update_curr() from dequeue or put_prev_task), and it is what cpu.stat's
+ * usage_usec sums: so the probe reads no clock and agrees with cpu.stat by
+ * construction. Elsewhere (hotplug, the attach probe) it may be older than
+ * what a drain already charged from an estimate (cge_charge_open()): then
+ * nothing is charged until it catches up. At a switch, what a drain charged
+ * beyond the runtime is handed to the sampler to take back (over_ns).
  */
-static void cge_charge_task(struct cge_cpu *c, struct task_struct *p)
+static void cge_charge_task(struct cge_cpu *c, struct task_struct *p,
+			    bool fresh)
 {
 	u64 rt = READ_ONCE(p->se.sum_exec_runtime);
-	u64 delta = rt - c->start_rt;
+	u64 delta;
 
-	c->start_rt = rt;
 	/* Only a task whose start we saw (not one running when we attached). */
 	if (unlikely(p != c->cur)) {
+		c->start_rt = rt;
 		c->cur = p;
 		cge_set_cur(c, task_dfl_cgroup(p));
 		return;
 	}
+	if (unlikely(rt < c->start_rt)) {
+		if (!fresh)
+			return;
+		/* at most one per interval: one slice was open at the drain */
+		c->s.over_ns += c->start_rt - rt;
+		c->s.over_cgid = c->cur_cgid;
+		c->s.over_parent = c->cur_parent;
+		c->start_rt = rt;
+		return;
+	}
+	delta = rt - c->start_rt;
+	c->start_rt = rt;
 	c->busy_ns += delta;
-	cge_charge(c, p, c->cur_cgid, c->cur_parent, delta, 0);
+	cge_charge(c, smp_processor_id(), p, c->cur_cgid, c->cur_parent, delta,
+		   0);
 }
 
 static inline void cge_switch_in(struct cge_cpu *c, struct task_struct *p)
@@ -211,11 +244,15 @@ static void notrace cge_probe(CGE_SCHED_SWITCH_ARGS)
 	if (unlikely(!c->tracking))
 		return;
 	if (++st->calls & 15) {
+		raw_spin_lock(&c->lock);
 		cge_probe_body(c, prev, next);
+		raw_spin_unlock(&c->lock);
 		return;
 	}
 	t0 = local_clock();
+	raw_spin_lock(&c->lock);
 	cge_probe_body(c, prev, next);
+	raw_spin_unlock(&c->lock);
 	st->ns += local_clock() - t0;
 	st->timed++;
 }
@@ -239,8 +276,11 @@ static void notrace cge_probe(CGE_SCHED_SWITCH_ARGS)
 {
 	struct cge_cpu *c = this_cpu_ptr(cge_cpus);
 
-	if (likely(c->tracking))
+	if (likely(c->tracking)) {
+		raw_spin_lock(&c->lock);
 		cge_probe_body(c, prev, next);
+		raw_spin_unlock(&c->lock);
+	}
 }
 
 void cge_probe_selftime(u64 *timed, u64 *ns)
@@ -255,8 +295,9 @@ static __always_inline void cge_probe_body(struct cge_cpu *c,
 					   struct task_struct *next)
 {
 	if (!is_idle_task(prev))
-		cge_charge_task(c, prev);
+		cge_charge_task(c, prev, true);
 	if (is_idle_task(next)) {
+		c->running = false;
 		/*
 		 * The CPU's own idle task has pid 0; play_idle_precise() also
 		 * marks kthreads PF_IDLE (powerclamp), and those are freed.
@@ -266,11 +307,13 @@ static __always_inline void cge_probe_body(struct cge_cpu *c,
 		/* A kernel thread woke the CPU for its own work. */
 		if (c->wake_pending) {
 			c->wake_pending = false;
-			cge_charge(c, prev, c->wake_cgid, c->wake_parent, 0, 1);
+			cge_charge(c, smp_processor_id(), prev, c->wake_cgid,
+				   c->wake_parent, 0, 1);
 		}
 		return;
 	}
 	cge_switch_in(c, next);
+	c->running = true;
 	/*
 	 * Leaving the idle task to run a task is one wakeup of its cgroup. A
 	 * kernel thread that left idle only to hand the CPU to a task (the
@@ -283,126 +326,155 @@ static __always_inline void cge_probe_body(struct cge_cpu *c,
 	} else if (is_idle_task(prev) ||
 		   (c->wake_pending && !(next->flags & PF_KTHREAD))) {
 		c->wake_pending = false;
-		cge_charge(c, next, c->cur_cgid, c->cur_parent, 0, 1);
+		cge_charge(c, smp_processor_id(), next, c->cur_cgid,
+			   c->cur_parent, 0, 1);
 	}
 }
 
 /*
- * Close this CPU's interval: charge the running task up to its last
- * runtime update, and call idle whatever part of the wall time since the
- * last drain no task was charged for.
+ * The task running on @cpu, c->cur, charged its runtime up to @now, @cpu's
+ * sched_clock, from the sampler's CPU; c->lock held. The scheduler's own
+ * sum_exec_runtime moves only when it calls update_curr() (a switch, a
+ * tick, a wakeup on that runqueue): on a tickless CPU it can be a second
+ * old. What the task ran since is the CPU's task clock now minus
+ * se.exec_start, the task clock at that update (cge_clock_task(); the same
+ * clock on Debian's kernels, which account no interrupt or steal time out
+ * of it). c->cur is alive: it is @cpu's current task, and the probe, which
+ * would see it switched out for the last time, waits for c->lock. The
+ * charge is at most the interval's time not charged yet (@wall less
+ * busy_ns). It can exceed what the scheduler makes of the slice: by the
+ * scheduler's own time when the task is being preempted (below), by one
+ * update's worth when the reads fall between the two stores of an
+ * update_curr() that stores the runtime first (RT and deadline tasks on
+ * 5.10 and 6.1), or where the task clock is estimated (cge_clock_task()).
+ * The probe hands the excess back at the next switch (over_ns).
  */
-static void cge_close_interval(struct cge_cpu *c)
+static void cge_charge_open(struct cge_cpu *c, unsigned int cpu, u64 now,
+			    u64 wall)
 {
-	u64 now = local_clock();
+	struct task_struct *p = c->cur;
+	u64 rt, start, again, task_now, room, est;
+	int tries;
+
+	/*
+	 * update_curr() runs on @cpu under its runqueue lock, which we do not
+	 * hold: an exec_start that did not change around the runtime read
+	 * pairs with it, unless both reads fell between its two stores.
+	 */
+	for (tries = 0; tries < 3; tries++) {
+		start = READ_ONCE(p->se.exec_start);
+		smp_rmb();	/* exec_start, then the runtime */
+		rt = READ_ONCE(p->se.sum_exec_runtime);
+		smp_rmb();	/* the runtime, then exec_start again */
+		again = READ_ONCE(p->se.exec_start);
+		if (start == again)
+			break;
+	}
+	if (start != again)
+		return;
+	/*
+	 * A task that stopped running sets its state first (before sleeping
+	 * or exiting, and before update_curr() settles its runtime): if it
+	 * still runs after those reads, it ran at @now, read before them.
+	 * One that is switching out while preempted keeps TASK_RUNNING: its
+	 * charge can exceed its runtime by the scheduler's own time between
+	 * put_prev_task() and sched_switch (over_ns).
+	 */
+	smp_rmb();	/* the runtime pair, then the state */
+	if (!cge_task_running(p))
+		return;
+	task_now = cge_clock_task(cpu, now);
+	est = rt + (task_now > start ? task_now - start : 0);
+	if (est <= c->start_rt)
+		return;
+	room = wall > c->busy_ns ? wall - c->busy_ns : 0;
+	est = min(est - c->start_rt, room);
+	c->start_rt += est;
+	c->busy_ns += est;
+	cge_charge(c, cpu, p, c->cur_cgid, c->cur_parent, est, 0);
+}
+
+/*
+ * Close @cpu's interval at @now, its sched_clock: charge the running task
+ * up to now (on the CPU itself, from its runtime; elsewhere, from an
+ * estimate: cge_charge_open()), and call idle whatever part of the wall
+ * time since the last drain no task was charged for. c->lock held.
+ */
+static void cge_close_interval(struct cge_cpu *c, unsigned int cpu, u64 now,
+			       bool here)
+{
 	u64 wall = now > c->drain_ns ? now - c->drain_ns : 0;
 
-	if (!is_idle_task(current)) {
-		cge_charge_task(c, current);
+	if (here && !is_idle_task(current)) {
+		cge_charge_task(c, current, false);
 		/* A task moved by another process: its new cgroup from now on. */
 		cge_set_cur(c, task_dfl_cgroup(current));
+	} else if (!here && c->running) {
+		cge_charge_open(c, cpu, now, wall);
+		/* the same, for the task running there (alive: see above) */
+		rcu_read_lock();
+		cge_set_cur(c, task_dfl_cgroup(c->cur));
+		rcu_read_unlock();
 	}
 	c->s.idle_ns += wall > c->busy_ns ? wall - c->busy_ns : 0;
 	c->busy_ns = 0;
 	c->drain_ns = now;
-	c->idle_at_drain = is_idle_task(current);
 }
 
 static void cge_take(struct cge_cpu *c, struct cge_cpu_sample *out)
 {
 	out->idle_ns = c->s.idle_ns;
+	out->over_ns = c->s.over_ns;
+	out->over_cgid = c->s.over_cgid;
+	out->over_parent = c->s.over_parent;
 	out->nr = c->s.nr;
 	memcpy(out->slot, c->s.slot, c->s.nr * sizeof(c->s.slot[0]));
 	out->nr_want = c->s.nr_want;
 	memcpy(out->want, c->s.want, c->s.nr_want * sizeof(c->s.want[0]));
 	c->s.idle_ns = 0;
+	c->s.over_ns = 0;
 	c->s.nr = 0;
 	c->s.nr_want = 0;
 	c->hint = 0;
 }
 
-/* IPI: on the CPU itself, IRQs off, so the probe cannot interleave. */
-static void cge_drain_local(void *arg)
-{
-	struct cge_cpu *c = this_cpu_ptr(cge_cpus);
-	struct cge_drain *dr = arg;
-
-	if (c->tracking)
-		cge_close_interval(c);
-	cge_take(c, dr->out);
-	if (dr->read_local) {
-		dr->err = dr->read_local(&dr->raw);
-		dr->read = true;
-	}
-}
-
-/*
- * A CPU that was idle at its last drain and has charged nothing since has
- * stayed idle: leaving idle for a task charges a wakeup (a slot) or marks
- * a kernel thread's (wake_pending). Account its interval as idle from here
- * and leave it asleep (an IPI every interval_ms would wake every idle CPU
- * ten times a second); the probe does no extra work for this. drain_ns
- * belongs to the sampler (written here or by the IPI it sends; the probe
- * never reads it), and sched_clock_cpu() is @cpu's own clock. Should @cpu
- * wake between the checks and the update, at most that window is counted
- * as idle here and as busy at the next drain.
- */
-static bool cge_drain_quiet(unsigned int cpu, struct cge_cpu *c,
-			    struct cge_cpu_sample *out)
-{
-	unsigned long flags;
-	u64 now, last;
-
-	if (!READ_ONCE(c->tracking) || !READ_ONCE(c->idle_at_drain) ||
-	    READ_ONCE(c->busy_ns) || READ_ONCE(c->s.nr) ||
-	    READ_ONCE(c->s.nr_want) || READ_ONCE(c->s.idle_ns) ||
-	    READ_ONCE(c->wake_pending))
-		return false;
-	local_irq_save(flags);
-	now = sched_clock_cpu(cpu);
-	last = READ_ONCE(c->drain_ns);
-	WRITE_ONCE(c->drain_ns, now);
-	local_irq_restore(flags);
-	out->idle_ns = now > last ? now - last : 0;
-	out->nr = 0;
-	out->nr_want = 0;
-	WRITE_ONCE(c->quiet_drains, c->quiet_drains + 1);
-	return true;
-}
-
 /**
  * cge_cpu_drain() - take what @cpu ran since the previous drain
  * @cpu: any possible CPU
- * @dr: @dr->out receives the charges; the CPU's cache starts empty again.
- *	@dr->read says whether @dr->read_local ran on @cpu (@dr->err, @dr->raw)
+ * @out: receives the charges; the CPU's cache starts empty again
+ * @ran: set if @cpu ran a task in the interval (it was charged CPU time)
  *
- * An online CPU charges its running slice up to now first (to the cgroup
- * its task is in now), so a long-running task is counted at every sample;
- * one that stayed idle is not woken (cge_drain_quiet()).
- * Caller holds cpus_read_lock(). Process context.
+ * From the sampler's CPU, without interrupting @cpu: an online CPU's
+ * running task is charged up to now first (to the cgroup it is in now), so
+ * a long-running task is counted at every sample, on a tickless CPU too. A
+ * CPU that was idle at the previous drain and ran nothing since counts a
+ * quiet drain. Caller holds cpus_read_lock(). Process context.
  *
  * Return: @cpu's idle task (pid 0, never freed) once the probe has seen it
  * run, else NULL.
  */
-struct task_struct *cge_cpu_drain(unsigned int cpu, struct cge_drain *dr)
+struct task_struct *cge_cpu_drain(unsigned int cpu, struct cge_cpu_sample *out,
+				  bool *ran)
 {
 	struct cge_cpu *c = per_cpu_ptr(cge_cpus, cpu);
-	struct cge_cpu_sample *out = dr->out;
+	unsigned long flags;
+	bool quiet;
 
-	dr->read = false;
-	if (!cpu_online(cpu)) {
-		/* Hotplug is held off: nothing runs the probe there. */
-		cge_take(c, out);
-	} else if (!cge_drain_quiet(cpu, c, out)) {
-		/* @cpu is online and hotplug is held off: the IPI cannot fail. */
-		if (WARN_ON_ONCE(smp_call_function_single(cpu, cge_drain_local,
-							  dr, 1))) {
-			out->nr = 0;
-			out->nr_want = 0;
-			out->idle_ns = 0;
-			dr->read = false;
-		}
+	raw_spin_lock_irqsave(&c->lock, flags);
+	quiet = false;
+	*ran = false;
+	if (c->tracking) {
+		*ran = c->running || c->busy_ns;
+		quiet = c->idle_at_drain && !*ran && !c->s.nr &&
+			!c->s.nr_want && !c->wake_pending;
+		/* hotplug is held off: @cpu stays online meanwhile */
+		cge_close_interval(c, cpu, sched_clock_cpu(cpu), false);
+		c->idle_at_drain = !c->running;
+		if (quiet)
+			c->quiet_drains++;
 	}
+	cge_take(c, out);
+	raw_spin_unlock_irqrestore(&c->lock, flags);
 	return READ_ONCE(c->idle);
 }
 
@@ -421,21 +493,27 @@ void cge_probe_counters(u64 *overflows, u64 *quiet_drains)
 	}
 }
 
-/* Runs on @cpu as it comes online: start charging from now. */
+/*
+ * Runs on @cpu as it comes online (in its hotplug thread, which is current,
+ * with the probe already attached: cge_probe_init()): start charging from
+ * now. current leaves the CPU through the probe, so it is the running task
+ * a drain may charge (cge_charge_open()).
+ */
 static int cge_cpu_online(unsigned int cpu)
 {
 	struct cge_cpu *c = this_cpu_ptr(cge_cpus);
 	unsigned long flags;
 
-	local_irq_save(flags);
+	raw_spin_lock_irqsave(&c->lock, flags);
 	c->idle_at_drain = false;
 	c->drain_ns = local_clock();
 	c->busy_ns = 0;
 	rcu_read_lock();
 	cge_switch_in(c, current);
 	rcu_read_unlock();
+	c->running = true;
 	c->tracking = true;
-	local_irq_restore(flags);
+	raw_spin_unlock_irqrestore(&c->lock, flags);
 	return 0;
 }
 
@@ -445,11 +523,12 @@ static int cge_cpu_offline(unsigned int cpu)
 	struct cge_cpu *c = this_cpu_ptr(cge_cpus);
 	unsigned long flags;
 
-	local_irq_save(flags);
+	raw_spin_lock_irqsave(&c->lock, flags);
 	if (c->tracking)
-		cge_close_interval(c);
+		cge_close_interval(c, cpu, local_clock(), true);
 	c->tracking = false;
-	local_irq_restore(flags);
+	c->running = false;
+	raw_spin_unlock_irqrestore(&c->lock, flags);
 	return 0;
 }
 
@@ -471,18 +550,19 @@ static void cge_attach_probe(void *data, struct cgroup *dst, const char *path,
 
 	if (task != current)
 		return;
-	local_irq_save(flags);
-	c = this_cpu_ptr(cge_cpus);
+	c = get_cpu_ptr(cge_cpus);
+	raw_spin_lock_irqsave(&c->lock, flags);
 	if (c->tracking && c->cur == current) {
 		rcu_read_lock();
 		cg = task_dfl_cgroup(current);	/* dst may be a v1 cgroup */
 		if (cgroup_id(cg) != c->cur_cgid) {
-			cge_charge_task(c, current);
+			cge_charge_task(c, current, false);
 			cge_set_cur(c, cg);
 		}
 		rcu_read_unlock();
 	}
-	local_irq_restore(flags);
+	raw_spin_unlock_irqrestore(&c->lock, flags);
+	put_cpu_ptr(cge_cpus);
 }
 
 static void cge_find_tp(struct tracepoint *tp, void *priv)
@@ -503,8 +583,14 @@ static void cge_find_tp(struct tracepoint *tp, void *priv)
  */
 int cge_probe_alloc(void)
 {
+	int cpu;
+
 	cge_cpus = alloc_percpu(struct cge_cpu);
-	return cge_cpus ? 0 : -ENOMEM;
+	if (!cge_cpus)
+		return -ENOMEM;
+	for_each_possible_cpu(cpu)
+		raw_spin_lock_init(&per_cpu_ptr(cge_cpus, cpu)->lock);
+	return 0;
 }
 
 void cge_probe_free(void)
@@ -523,18 +609,24 @@ int cge_probe_init(void)
 		return -ENOENT;
 	}
 
-	ret = cpuhp_setup_state(CPUHP_AP_ONLINE_DYN, "cgroup_energy:online",
-				cge_cpu_online, cge_cpu_offline);
-	if (ret < 0)
-		return ret;
-	cge_hp_state = ret;
-
+	/*
+	 * The probe first (it returns at once on a CPU not tracking yet),
+	 * then each CPU starts tracking from its hotplug thread, whose
+	 * switch out the probe then sees (cge_cpu_online()).
+	 */
 	ret = tracepoint_probe_register(cge_tp, cge_probe, NULL);
 	if (ret) {
 		pr_err("cannot attach to sched_switch: %d\n", ret);
-		cpuhp_remove_state(cge_hp_state);
 		return ret;
 	}
+	ret = cpuhp_setup_state(CPUHP_AP_ONLINE_DYN, "cgroup_energy:online",
+				cge_cpu_online, cge_cpu_offline);
+	if (ret < 0) {
+		tracepoint_probe_unregister(cge_tp, cge_probe, NULL);
+		tracepoint_synchronize_unregister();
+		return ret;
+	}
+	cge_hp_state = ret;
 	/* Without it, a self-moved task's first slice goes to its new cgroup. */
 	if (!cge_attach_tp ||
 	    tracepoint_probe_register(cge_attach_tp, cge_attach_probe, NULL)) {
@@ -549,7 +641,8 @@ void cge_probe_exit(void)
 	if (cge_attach_tp)
 		tracepoint_probe_unregister(cge_attach_tp, cge_attach_probe,
 					    NULL);
+	/* every CPU charged up to now and no longer tracking */
+	cpuhp_remove_state(cge_hp_state);
 	tracepoint_probe_unregister(cge_tp, cge_probe, NULL);
 	tracepoint_synchronize_unregister();
-	cpuhp_remove_state(cge_hp_state);
 }

@@ -4,7 +4,7 @@
  *
  * The probe charges the time since the last switch on this CPU to the cgroup
  * of the task that ran (or to idle), into a small per-CPU cache keyed by
- * cgroup id. The sampler drains the caches every interval.
+ * cgroup id. The sampler drains the caches every interval, from its own CPU.
  */
 #ifndef CGE_PROBE_H
 #define CGE_PROBE_H
@@ -33,9 +33,17 @@ struct cge_want {
 
 struct task_struct;
 
-/* What one CPU ran since the previous drain. */
+/*
+ * What one CPU ran since the previous drain. @over_ns: CPU time an earlier
+ * drain charged to cgroup @over_cgid (child of @over_parent) for a running
+ * task's open slice beyond what the task then turned out to have run; the
+ * sampler takes it back from that cgroup's later charges.
+ */
 struct cge_cpu_sample {
 	u64 idle_ns;
+	u64 over_ns;
+	u64 over_cgid;
+	u64 over_parent;
 	unsigned int nr;
 	unsigned int nr_want;
 	struct cge_slot slot[CGE_SLOTS];
@@ -46,19 +54,8 @@ int cge_probe_alloc(void);
 void cge_probe_free(void);
 int cge_probe_init(void);
 void cge_probe_exit(void);
-/*
- * A drain: the charges, and what the drain read on the CPU itself (the
- * counter of its core, AMD), if @read_local is set and the drain ran there.
- */
-struct cge_drain {
-	struct cge_cpu_sample *out;
-	int (*read_local)(u64 *raw);
-	u64 raw;
-	int err;
-	bool read;
-};
-
-struct task_struct *cge_cpu_drain(unsigned int cpu, struct cge_drain *dr);
+struct task_struct *cge_cpu_drain(unsigned int cpu, struct cge_cpu_sample *out,
+				  bool *ran);
 void cge_probe_counters(u64 *overflows, u64 *quiet_drains);
 void cge_probe_selftime(u64 *timed, u64 *ns);
 

@@ -37,13 +37,15 @@ CGE_HAVE_SCHED_SWITCH_PREV_STATE := $(call cge_probe,include/trace/events/sched.
 CGE_HAVE_CGROUP_GET_FROM_ID := $(call cge_probe,include/linux/cgroup.h,cgroup_get_from_id)
 # not in 5.10: X86_FEATURE_RAPL, AMD's CPUID RAPL bit
 CGE_HAVE_X86_FEATURE_RAPL := $(call cge_probe,arch/x86/include/asm/cpufeatures.h,X86_FEATURE_RAPL[[:space:]])
+# 5.14: task_is_running(), with task_struct.state renamed __state
+CGE_HAVE_TASK_IS_RUNNING := $(call cge_probe,include/linux/sched.h,define task_is_running)
 # not in 5.10: TAINT_TEST (in linux/panic.h, which 5.10 does not have)
 CGE_HAVE_TAINT_TEST := $(call cge_probe,include/linux/panic.h,define TAINT_TEST)
 
 CGE_PROBES := SIMPLE_INODE_INIT_TS KN_NAME_RCU D_REVALIDATE_DIR \
 	      SET_DEFAULT_D_OP INODE_JUST_DROP RDMSRQ SYSTEM_DFL_WQ \
 	      INODE_SET_CTIME_CURRENT MAX_DIES SCHED_SWITCH_PREV_STATE \
-	      CGROUP_GET_FROM_ID X86_FEATURE_RAPL TAINT_TEST
+	      CGROUP_GET_FROM_ID X86_FEATURE_RAPL TAINT_TEST TASK_IS_RUNNING
 ccflags-y += $(foreach p,$(CGE_PROBES),-DCGE_HAVE_$(p)=$(CGE_HAVE_$(p)))
 # once per build: in the compile pass, not again when modpost reads this
 ifneq ($(findstring Makefile.build,$(MAKEFILE_LIST)),)

@@ -124,12 +124,7 @@ static void cge_rapl_init_pkg(struct cge_pkg *pkg)
 	cge_rapl_resync(pkg);
 }
 
-/* AMD per-core energy: the counter of the core this CPU is in. IRQs off. */
-static int cge_rapl_read_core_local(u64 *raw)
-{
-	return cge_emu_rdmsr_local(CGE_MSR_AMD_CORE_ENERGY_STATUS, raw);
-}
-
+/* AMD per-core energy: the counter of @cpu's core, read there. */
 static int cge_rapl_read_core(unsigned int cpu, u64 *raw)
 {
 	return cge_rdmsr(cpu, CGE_MSR_AMD_CORE_ENERGY_STATUS, raw);
@@ -174,7 +169,6 @@ static const struct cge_source cge_rapl_core_source = {
 	.read = cge_rapl_read,
 	.init_pkg = cge_rapl_init_pkg,
 	.resync = cge_rapl_resync,
-	.read_core_local = cge_rapl_read_core_local,
 	.read_core = cge_rapl_read_core,
 	.core_delta = cge_rapl_core_delta,
 	.core_resync = cge_rapl_core_resync,

@@ -153,17 +153,27 @@ static void cge_free_scratch(void)
 
 /*
  * Add the charge @a to @rec's charges in this pass, appending @rec to the
- * @n charged records if it is not one yet. Without scratch room for it
- * (one failed attempt per pass), the charge goes to @rec's totals at once:
- * its time, wakeups and per-core energy are kept, and its time counts as
- * idle in the package's energy split (cge_lost_ns). @a must not point into
- * cge_accs, which a grow moves.
+ * @n charged records if it is not one yet, less what @rec owes (debt_ns).
+ * Without scratch room for it (one failed attempt per pass), the charge
+ * goes to @rec's totals at once: its time, wakeups and per-core energy are
+ * kept, and its time counts as idle in the package's energy split
+ * (cge_lost_ns). @a must not point into cge_accs, which a grow moves.
  */
 static void cge_charge(struct cge_rec *rec, unsigned int *n,
-		       const struct cge_acc *a)
+		       const struct cge_acc *charge)
 {
-	struct cge_acc *to;
+	struct cge_acc paid, *to;
+	const struct cge_acc *a = charge;
+	u64 pay;
 
+	if (unlikely(rec->debt_ns) && a->ns) {
+		pay = min(rec->debt_ns, a->ns);
+		rec->debt_ns -= pay;
+		paid = *a;
+		paid.ns -= pay;
+		paid.bg_ns = min(paid.bg_ns, paid.ns);
+		a = &paid;
+	}
 	if (!rec->acc_idx) {
 		if (cge_grow_failed || cge_grow(*n + 1, *n)) {
 			struct cge_delta d = {
@@ -192,16 +202,17 @@ static void cge_charge(struct cge_rec *rec, unsigned int *n,
 /* SMT siblings drained together for a per-core energy split. */
 #define CGE_MAX_SMT		8
 /*
- * A core none of whose CPUs ran anything is not woken to read its counter:
- * its energy waits there for the next reading. It is read by an IPI once
- * after load and resume, to start from, and when unread this long (or
- * since its last failed read), so that the 32-bit counter (65,536 J in
- * AMD's 2^-16 J unit) cannot advance 2^32 units unseen below 109 W.
+ * A core's counter can only be read on the core: by an IPI to one of its
+ * CPUs, once per interval if any of them ran a task. A core none of whose
+ * CPUs did is not woken to read it: its energy waits there for the next
+ * reading. It is read once after load and resume, to start from, and when
+ * unread this long (or since its last failed read), so that the 32-bit
+ * counter (65,536 J in AMD's 2^-16 J unit) cannot advance 2^32 units
+ * unseen below 109 W.
  */
 #define CGE_CORE_UNREAD_MAX_NS	(600ULL * NSEC_PER_SEC)
 
 static struct cge_cpu_sample cge_cs[CGE_MAX_SMT];
-static struct cge_drain cge_dr[CGE_MAX_SMT];
 static struct cge_rec *cge_core_rec[CGE_MAX_SMT * CGE_SLOTS];
 static u64 cge_core_w[CGE_MAX_SMT * CGE_SLOTS];
 static u64 cge_core_share[CGE_MAX_SMT * CGE_SLOTS];
@@ -217,46 +228,32 @@ static u64 cge_slot_weight(const struct cge_slot *sl, int split)
 /*
  * The energy of @cpu's core since its counter was last read, into @uj, and
  * the CPU time of its CPUs over that span, into @span_ns (@now_ns, their time
- * this interval, included). The counter is read by the drains of @nr of
- * its CPUs, @dr, those that ran something; if none did, it is left unread,
- * but for the IPI of CGE_CORE_UNREAD_MAX_NS.
+ * this interval, included). The counter is read on @on, a CPU of the core
+ * that ran a task this interval, or, if none did (@on < 0), on @cpu if it
+ * was never read (since load or resume) or not for CGE_CORE_UNREAD_MAX_NS.
  * Return: false if it was not read: its energy stays in the counter, and
  * its CPUs' time with it, for the next reading.
  */
-static bool cge_core_energy(unsigned int cpu, const struct cge_drain *dr,
-			    unsigned int nr, u64 now_ns, u64 *uj, u64 *span_ns)
+static bool cge_core_energy(unsigned int cpu, int on, u64 now_ns, u64 *uj,
+			    u64 *span_ns)
 {
-	unsigned int k = cge_topo_core(cpu), i;
+	unsigned int k = cge_topo_core(cpu);
 	u64 now = ktime_get_ns(), raw = 0;
 	struct cge_core *core;
-	bool got = false;
 
 	if (k == CGE_TOPO_NONE)
 		return false;
 	core = &cge_cores[k];
 	core->unread_ns += now_ns;
-	for (i = 0; i < nr && !got; i++) {
-		if (!dr[i].read)
-			continue;
-		if (dr[i].err)
-			cge_source_health.read_errors++;
-		else
-			got = true;
-		raw = dr[i].raw;
-	}
-	/* Never read (since load or resume): read once, to start from. */
-	if (!got && (!core->read_ns ||
-		     now - core->read_ns > CGE_CORE_UNREAD_MAX_NS)) {
-		if (!cge_source->read_core(cpu, &raw)) {
-			got = true;
-		} else {
-			cge_source_health.read_errors++;
-			/* not again before CGE_CORE_UNREAD_MAX_NS */
-			core->read_ns = now;
-		}
-	}
-	if (!got)
+	if (on < 0 && core->read_ns &&
+	    now - core->read_ns <= CGE_CORE_UNREAD_MAX_NS)
 		return false;
+	if (cge_source->read_core(on < 0 ? cpu : on, &raw)) {
+		cge_source_health.read_errors++;
+		/* not again before CGE_CORE_UNREAD_MAX_NS, unless it runs */
+		core->read_ns = now;
+		return false;
+	}
 	*uj = cge_source->core_delta(k, raw);
 	*span_ns = core->unread_ns;
 	core->unread_ns = 0;
@@ -284,6 +281,10 @@ static void cge_fold(struct cge_cpu_sample *cs, unsigned int nr,
 
 	for (c = 0; c < nr; c++) {
 		*idle_ns += cs[c].idle_ns;
+		if (cs[c].over_ns) {
+			rec = cge_rec_get(cs[c].over_cgid, cs[c].over_parent);
+			rec->debt_ns += cs[c].over_ns;
+		}
 		for (i = 0; i < cs[c].nr; i++, k++) {
 			sl = &cs[c].slot[i];
 			rec = cge_rec_get(sl->cgid, sl->parent_cgid);
@@ -311,22 +312,23 @@ static void cge_fold(struct cge_cpu_sample *cs, unsigned int nr,
 }
 
 /*
- * Drain @cpu into cge_cs[@i] (@read_core: reading its core's counter there
- * if it ran something), and take its interrupt, softirq and steal time out
- * of its idle time into @sys. Return: its CPU time; the tasks' part of it
- * is added to @busy.
+ * Drain @cpu into cge_cs[@i] (@ran: set to @cpu if it ran a task and @ran
+ * is not set yet), and take its interrupt, softirq and steal time out of
+ * its idle time into @sys.
+ * Return: its CPU time; the tasks' part of it is added to @busy.
  */
-static u64 cge_drain_cpu(unsigned int cpu, unsigned int i, bool read_core,
+static u64 cge_drain_cpu(unsigned int cpu, unsigned int i, int *ran,
 			 struct cge_systime *sys, u64 *busy)
 {
 	struct cge_cpu_sample *cs = &cge_cs[i];
 	struct task_struct *idle_task;
 	u64 idle, tasks = 0;
 	unsigned int k;
+	bool r;
 
-	cge_dr[i].out = cs;
-	cge_dr[i].read_local = read_core ? cge_source->read_core_local : NULL;
-	idle_task = cge_cpu_drain(cpu, &cge_dr[i]);
+	idle_task = cge_cpu_drain(cpu, cs, &r);
+	if (r && *ran < 0)
+		*ran = cpu;
 	idle = cs->idle_ns;
 	cge_systime_take(cpu, idle_task, &cs->idle_ns, sys);
 	for (k = 0; k < cs->nr; k++)
@@ -343,21 +345,21 @@ static u64 cge_drain_cpu(unsigned int cpu, unsigned int i, bool read_core,
 static void cge_drain_pkg(struct cge_pkg *pkg, unsigned int *n,
 			  u64 *idle_ns, struct cge_systime *sys)
 {
-	bool cores = cge_source->read_core_local;
+	bool cores = cge_source->read_core;
 	struct cpumask *done = &cge_done;
-	unsigned int cpu, sib, nr;
+	unsigned int cpu, sib, nr, me;
 	u64 now_ns, busy, uj = 0, span = 0;
-	bool per_core, read;
+	bool per_core;
+	int ran;
 
 	cpumask_clear(done);
 	for_each_cpu(cpu, &pkg->cpus) {
 		if (cpumask_test_cpu(cpu, done))
 			continue;
 		busy = 0;
-		now_ns = cge_drain_cpu(cpu, 0, cores, sys, &busy);
+		ran = -1;
+		now_ns = cge_drain_cpu(cpu, 0, &ran, sys, &busy);
 		cpumask_set_cpu(cpu, done);
-		/* One good reading of the core's counter is enough. */
-		read = cge_dr[0].read && !cge_dr[0].err;
 		nr = 1;
 		if (cores && cpu_online(cpu)) {
 			for_each_cpu_and(sib, topology_sibling_cpumask(cpu),
@@ -366,14 +368,17 @@ static void cge_drain_pkg(struct cge_pkg *pkg, unsigned int *n,
 					break;
 				if (cpumask_test_cpu(sib, done))
 					continue;
-				now_ns += cge_drain_cpu(sib, nr, !read, sys, &busy);
-				read |= cge_dr[nr].read && !cge_dr[nr].err;
+				now_ns += cge_drain_cpu(sib, nr, &ran, sys, &busy);
 				cpumask_set_cpu(sib, done);
 				nr++;
 			}
 		}
+		/* its counter read here, with no IPI, if this is the core */
+		me = raw_smp_processor_id();
+		if (ran >= 0 && cpumask_test_cpu(me, topology_sibling_cpumask(cpu)))
+			ran = me;
 		per_core = cores && cpu_online(cpu) &&
-			   cge_core_energy(cpu, cge_dr, nr, now_ns, &uj, &span);
+			   cge_core_energy(cpu, ran, now_ns, &uj, &span);
 		cge_fold(cge_cs, nr, per_core, uj, span - min(span, busy), n,
 			 idle_ns);
 	}
@@ -442,7 +447,7 @@ static u64 cge_share_energy(const struct cge_energy *e, u64 idle_ns,
 		cge_delta[i].energy_uj = cge_share[i];
 	for_each_set_bit(d, &domains, CGE_DOM_NR) {
 		/* Per-core energy was split core by core in cge_fold(). */
-		if (d == CGE_DOM_CORE && cge_source->read_core_local)
+		if (d == CGE_DOM_CORE && cge_source->read_core)
 			continue;
 		cge_split_kinds(e->dom_uj[d], idle_ns, sys->ns, unused,
 				CGE_SYS_NR, busy_ns, cge_weight, cge_share, n);

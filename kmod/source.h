@@ -50,14 +50,11 @@ struct cge_source {
 	void (*resync)(struct cge_pkg *pkg);
 	/*
 	 * Per-core energy (AMD), or all NULL; it is the CGE_DOM_CORE domain.
-	 * read_core_local() reads the counter of the core it runs on: in the
-	 * drain IPI, IRQs off, on a CPU that ran something, so no core is
-	 * woken for it. read_core() reads the counter of @cpu's core, by an
-	 * IPI if @cpu is not this CPU (sleeps). core_delta()
+	 * read_core() reads the counter of @cpu's core, by an IPI if @cpu
+	 * is not this CPU (sleeps). core_delta()
 	 * turns a raw value of core @core into µJ since its previous value;
 	 * core_resync() makes the next value of every core start afresh.
 	 */
-	int (*read_core_local)(u64 *raw);
 	int (*read_core)(unsigned int cpu, u64 *raw);
 	u64 (*core_delta)(unsigned int core, u64 raw);
 	void (*core_resync)(void);

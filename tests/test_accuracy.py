@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+import drain_checks
 from vm import kernels
 from workload import cgwork, guest_json
 
@@ -96,3 +97,23 @@ def test_short_lived_processes(res):
     # as above: 0 to 0.20 ms below cpu.stat measured
     assert -1000 <= r['spawn']['diff'] <= 1, r['spawn']
     assert r['root_ok']
+
+
+def test_busy_time_current_at_every_interval(res):
+    # CPU 1 tickless
+    if not res['_can_nohz']:
+        pytest.skip('no CONFIG_NO_HZ_FULL: CPU 1 ticked, its kernel threads '
+                    'in every interval (test_engine checks 1 s windows)')
+    drain_checks.check_intervals(res)
+
+
+def test_equal_loops_equal_energy_per_window(res):
+    drain_checks.check_windows(res, tickless=res['_can_nohz'])
+
+
+def test_no_ipi_to_a_busy_or_idle_cpu(res):
+    drain_checks.check_ipis(res)
+
+
+def test_loops_totals_match_cpu_stat(res):
+    drain_checks.check_totals(res)

@@ -190,9 +190,10 @@ def test_per_core_energy(hw):
     assert 0.95 * r['hi_truth_uj'] <= r['hi_core_uj'] <= r['hi_truth_uj'], r
     # "lo" on CPU 0: time-split with an idle sibling where there is one
     assert 0 < r['lo_core_uj'] <= r['lo_truth_uj'], r
-    # every per-core read in the window was made on the core itself, in a
-    # drain (an idle core is read by an IPI only after 10 min unread)
-    assert all(v == 0 for v in r['remote'].values()), r
+    # a core's counter is read on the core: on CPU 0's, where this
+    # script and the sampler run, without an IPI; on the others by one,
+    # only in intervals in which they ran something (below)
+    assert r['remote'][str(r['lo_core'])] == 0, r
     intervals = r['idle_phase_samples']
     reads = {int(k): v for k, v in r['idle_phase_reads'].items()}
     # only CPU 0 busy: its core read at each interval; the cores of CPUs 2
