@@ -8,6 +8,8 @@ for per-CPU kernel threads: on a ticked CPU 1 they ran in every interval
 (7 to 18 schedule() calls per interval, 0.6-1.8 % of it, on 6.1), so the
 per-interval check, whose reference is the interval's length, runs where
 intervals without them exist: the tickless CPU."""
+import pytest
+
 from workload import ok
 
 # The windows of the 1 s checks: from a snapshot to the first one at least
@@ -59,12 +61,16 @@ def windows(res):
 
 
 def check_intervals(res):
-    iv = [x for x in intervals(res) if x['schedule_calls'] == 0]
-    # The premise: the script caught eight single intervals or more in
-    # the series' 3.6 s in which the kernel scheduled nothing on CPU 1
-    # but its loop (it catches 15-25 of the 36; in one of 10 a kernel
-    # thread took 4.3 ms of CPU 1).
-    assert len(iv) >= 8, intervals(res)
+    # The intervals in which CPU 1 called schedule() no more often than in
+    # its quietest one: the kernel's own periodic threads only (none on
+    # 6.1; 3 per interval on 7.2 and 7.3, 0.2-0.3 % of it), not a thread
+    # that took a share of it (one on 6.1 took 4.3 ms).
+    every = intervals(res)
+    fewest = min((x['schedule_calls'] for x in every), default=0)
+    iv = [x for x in every if x['schedule_calls'] == fewest]
+    # The premise: the script caught eight single intervals or more so
+    # (it catches 25-35 of the series' 36).
+    assert len(iv) >= 8, every
     # The loop had CPU 1 for the whole interval: it is charged the
     # interval, within 2 %. (Before the drain read the running slice from
     # the task clock, a ticked CPU's interval was up to a tick, 4 ms, off,
@@ -115,6 +121,14 @@ def check_windows(res, tickless):
 def check_ipis(res, interval_ms=100):
     r = ok(res, 's_drain')['ipis']
     busy, idle = r['busy']['cal'], r['idle']['cal']
+    quarter = r['idle']['window_s'] * 1000 / interval_ms / 4
+    if idle[1] > quarter:
+        # 7.2 and 7.3 send CPU 1 26-27 in 2 s idle (rcu_preempt and
+        # kdamond wake both CPUs about 30 times a second): no count of
+        # this scenario, which has no run without the module, can tell
+        # the module's apart there
+        pytest.skip(f'the kernel\'s own function-call IPIs to idle CPU 1 '
+                    f'exceed a quarter of the intervals: {r}')
     # Function-call IPIs received, counted by the kernel, every task that
     # may move on CPU 0 (drain.py). None of the module's on CPU 1, busy
     # (ticked or tickless) or idle: a drain by IPI would send one per
