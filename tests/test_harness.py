@@ -185,6 +185,20 @@ def test_boot_stuck_before_init_is_retried_once(monkeypatch, tmp_path,
     assert all('smpboot' in (d / 'console.log').read_text() for d in runs)
 
 
+def test_boot_with_a_bad_clock_is_retried_once(monkeypatch, tmp_path,
+                                               capsys):
+    # guest-init.sh found the kernel's TSC calibration failed and ran no
+    # command (the sid boot's line): booted once more, then a failure
+    line = ('tsc: PIT calibration deviates from HPET: 64519 2596151')
+    stub_boot(monkeypatch, tmp_path, f'echo "cge-guest: bad clock: {line}"')
+    with pytest.raises(harness.VMError, match='miscalibrated its clock '
+                       'twice: tsc: PIT'), pytest.warns(UserWarning,
+                                                         match='again'):
+        harness.run_vm('6.1', 'true', timeout=60)
+    assert 'miscalibrated its clock' in capsys.readouterr().err
+    assert len([d for d in tmp_path.iterdir() if not d.is_symlink()]) == 2
+
+
 def test_boot_past_init_is_not_retried(monkeypatch, tmp_path):
     # the guest's init has printed a line: whatever happens next is a
     # failure of the run, not a boot to retry

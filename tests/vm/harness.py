@@ -326,9 +326,10 @@ def run_vm(flavour, commands, timeout=300, cpus=2, mem='1G', append='',
     9pnet_virtio cannot restore them); it is named 'keep9p'.
 
     Any failure raises VMError.  The one boot retried is one that did not
-    reach the guest's init within boot_deadline() s, or whose QEMU aborted
-    on an assertion before it: it failed before any command, so before any
-    module code, ran; the retry says so on stderr."""
+    reach the guest's init within boot_deadline() s, whose QEMU aborted
+    on an assertion before it, or whose kernel miscalibrated its clock
+    (BAD_CLOCK): it failed before any command, so before any module code,
+    ran; the retry says so on stderr."""
     check_qemu()
     k = kernels.kernel(flavour)
     initrd = initramfs.build(k)
@@ -341,9 +342,11 @@ def run_vm(flavour, commands, timeout=300, cpus=2, mem='1G', append='',
     res = _boot(k, initrd, cmds, flavour, timeout, cpus, mem, append, echo,
                 hw)
     abort = _qemu_abort_before_init(res)
-    if res.stuck_before_init or abort:
+    clock = _bad_clock(res)
+    if res.stuck_before_init or abort or clock:
         _check_splats(res)
         why = (f'QEMU aborted ({abort})' if abort else
+               f'miscalibrated its clock ({clock})' if clock else
                f'did not reach the guest\'s init in '
                f'{boot_deadline(flavour)} s')
         msg = (f'vm: {flavour} {why}, before any command ran (console: '
@@ -360,6 +363,9 @@ def run_vm(flavour, commands, timeout=300, cpus=2, mem='1G', append='',
     abort = _qemu_abort_before_init(res)
     if abort:
         _fail(res, f'QEMU aborted before the guest\'s init twice: {abort}')
+    clock = _bad_clock(res)
+    if clock:
+        _fail(res, f'the guest miscalibrated its clock twice: {clock}')
     if res.exit_status in (124, 137) or res.duration > timeout + 10:
         _fail(res, f'timed out after {timeout} s')
     if (_read(res.rundir / 'verdict') or '').strip() != 'ok':
@@ -373,6 +379,18 @@ def run_vm(flavour, commands, timeout=300, cpus=2, mem='1G', append='',
 # (hw/pci/msix.c: msix_table_mmio_write: Assertion `addr + size <=
 # dev->msix_entries_nr * PCI_MSIX_ENTRY_SIZE' failed).
 QEMU_ABORT = re.compile(r'qemu-system-\S+: (\S+: \S+: Assertion .* failed)')
+
+
+# guest-init.sh's line when the guest kernel's clock calibration failed,
+# before any command ran
+BAD_CLOCK = re.compile(r'cge-guest: bad clock: (.*)')
+
+
+def _bad_clock(res):
+    """The kernel's line if the guest found its clock miscalibrated (so it
+    ran no command), else None."""
+    m = BAD_CLOCK.search(res.console)
+    return m.group(1).strip() if m else None
 
 
 def _qemu_abort_before_init(res):
