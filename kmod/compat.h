@@ -16,10 +16,10 @@
 #include <linux/fs.h>
 #include <linux/err.h>
 #include <linux/sched.h>
+#include <linux/sched/isolation.h>
 #include <linux/dcache.h>
 #include <linux/rcupdate.h>
 #include <linux/workqueue.h>
-#include <linux/kernel_stat.h>
 #include <asm/msr.h>
 #include <asm/processor.h>
 #include <asm/topology.h>
@@ -34,14 +34,14 @@
 
 /*
  * Backports only make a probe true earlier. Two misses would still build,
- * and wrongly (rcu_dereference() dropped; a workqueue that 7.2 warns about):
+ * and wrongly (rcu_dereference() dropped; a workqueue's name to be removed):
  * past the release that made them certain, a miss is the probe's fault.
  */
 #if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 15, 0) && !CGE_HAVE_KN_NAME_RCU
 #error "kmod/probes.mk: KN_NAME_RCU missed on a kernel that has it"
 #endif
-#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 17, 0) && !CGE_HAVE_SYSTEM_DFL_WQ
-#error "kmod/probes.mk: SYSTEM_DFL_WQ missed on a kernel that has it"
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 17, 0) && !CGE_HAVE_SYSTEM_PERCPU_WQ
+#error "kmod/probes.mk: SYSTEM_PERCPU_WQ missed on a kernel that has it"
 #endif
 
 /* sched_switch gained prev_state in 5.18. */
@@ -195,15 +195,34 @@ static inline unsigned int cge_max_dies_per_package(void)
 }
 
 /*
- * system_dfl_wq, the unbound system workqueue, replaced system_unbound_wq in
- * 6.17 (128ea9f6ccfb; some stable kernels, as Debian's 6.12, have both);
- * 7.2 warns once when system_unbound_wq is used.
+ * system_percpu_wq, the per-CPU system workqueue, replaced system_wq in 6.17
+ * (128ea9f6ccfb; some stable kernels, as Debian's 6.12, have both names).
  */
-#if CGE_HAVE_SYSTEM_DFL_WQ
-#define cge_unbound_wq system_dfl_wq
+#if CGE_HAVE_SYSTEM_PERCPU_WQ
+#define cge_percpu_wq system_percpu_wq
 #else
-#define cge_unbound_wq system_unbound_wq
+#define cge_percpu_wq system_wq
 #endif
+
+/*
+ * Whether @cpu is left to the kernel's housekeeping: not isolated from its
+ * timers (nohz_full=) nor from the scheduler's domains (isolcpus=, and on
+ * 7.x an isolated cpuset partition). enum hk_type since 5.19, enum
+ * hk_flags before.
+ */
+#if CGE_HAVE_HK_TYPE
+#define CGE_HK_TIMER HK_TYPE_TIMER
+#define CGE_HK_DOMAIN HK_TYPE_DOMAIN
+#else
+#define CGE_HK_TIMER HK_FLAG_TIMER
+#define CGE_HK_DOMAIN HK_FLAG_DOMAIN
+#endif
+
+static inline bool cge_housekeeping_cpu(int cpu)
+{
+	return housekeeping_cpu(cpu, CGE_HK_TIMER) &&
+	       housekeeping_cpu(cpu, CGE_HK_DOMAIN);
+}
 
 /*
  * The taint of a kernel that ran test code (the RAPL emulator of test
@@ -231,24 +250,22 @@ static inline bool cge_task_running(struct task_struct *p)
 
 /*
  * @cpu's task clock (the runqueue's clock_task, se.exec_start's clock) at
- * @now, @cpu's sched_clock. The runqueue's clock less the interrupt time
- * the kernel measures (CONFIG_IRQ_TIME_ACCOUNTING) and the steal time the
- * hypervisor reports (CONFIG_PARAVIRT_TIME_ACCOUNTING), where built in:
- * their totals, as kernel_cpustat keeps them (measured interrupt time at
- * each interrupt's end, steal at each tick). Neither is in Debian's
- * kernels, where it is @now itself. A config decision, not an interface:
- * no probe can tell it better.
+ * @now, @cpu's sched_clock, in @task_now; false if it cannot be known here.
+ * It is @now itself on kernels that take no interrupt time
+ * (CONFIG_IRQ_TIME_ACCOUNTING) and no steal time
+ * (CONFIG_PARAVIRT_TIME_ACCOUNTING) out of it, as Debian's (none builds
+ * either). Where one is built in, what it took out is in no counter another
+ * CPU can read exactly (kernel_cpustat's lags, and x86 stops taking
+ * interrupt time out when the TSC is unstable): false. A config decision:
+ * no header tells it better.
  */
-static inline u64 cge_clock_task(unsigned int cpu, u64 now)
+static inline bool cge_clock_task(unsigned int cpu, u64 now, u64 *task_now)
 {
-	u64 off = 0;
-
-	if (IS_ENABLED(CONFIG_IRQ_TIME_ACCOUNTING))
-		off += READ_ONCE(kcpustat_cpu(cpu).cpustat[CPUTIME_IRQ]) +
-		       READ_ONCE(kcpustat_cpu(cpu).cpustat[CPUTIME_SOFTIRQ]);
-	if (IS_ENABLED(CONFIG_PARAVIRT_TIME_ACCOUNTING))
-		off += READ_ONCE(kcpustat_cpu(cpu).cpustat[CPUTIME_STEAL]);
-	return now > off ? now - off : 0;
+	if (IS_ENABLED(CONFIG_IRQ_TIME_ACCOUNTING) ||
+	    IS_ENABLED(CONFIG_PARAVIRT_TIME_ACCOUNTING))
+		return false;
+	*task_now = now;
+	return true;
 }
 
 #endif /* CGE_COMPAT_H */

@@ -5,8 +5,8 @@
  * The probe runs inside __schedule() with the runqueue lock held and IRQs
  * off. It touches only this CPU's cge_cpu, under this CPU's raw spinlock,
  * reads no clock, never allocates, never reads an MSR and records cgroup
- * ids, not references. The sampler drains each CPU from its own CPU, under
- * that lock, without interrupting it (cge_cpu_drain()).
+ * ids, not references. The sampler drains each CPU from the sampler's CPU,
+ * under that lock, without interrupting it (cge_cpu_drain()).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -38,6 +38,8 @@ struct cge_cpu {
 	struct task_struct *cur;
 	u64 cur_cgid;		/* the cgroup cur's runtime is charged to */
 	u64 cur_parent;		/* cur_cgid's parent, set with it (0: root) */
+	u64 open_cgid;		/* the cgroup a drain last charged cur's */
+	u64 open_parent;	/* ... open slice to, and its parent */
 	u64 wake_cgid;		/* a kernel thread's cgroup, if one left idle */
 	u64 wake_parent;	/* ... and its parent */
 	bool wake_pending;	/* ... and has not yet handed the CPU on */
@@ -58,11 +60,12 @@ struct cge_cpu {
  * closes the CPU's interval (charges the running task up to now) and takes
  * its cache, atomically with respect to the probe, without interrupting
  * the CPU (an IPI to do it there would interrupt every busy CPU every
- * interval, isolated ones, nohz_full or isolcpus, included). The lock keeps
- * the probe out meanwhile; the probe takes it uncontended but for the
- * drain of its CPU (a copy of at most CGE_SLOTS slots, every interval_ms).
- * A raw spinlock, as the runqueue lock the probe nests in: it does not
- * sleep on PREEMPT_RT. Allocated (alloc_percpu(), not a static per-CPU variable:
+ * interval, isolated ones, nohz_full or isolcpus, included; AMD's per-core
+ * energy counters are the exception: sampler.c). The lock keeps the probe
+ * out meanwhile; the probe takes it uncontended but for the drain of its
+ * CPU (a copy of at most CGE_SLOTS slots, every interval_ms). A raw
+ * spinlock, as the runqueue lock the probe nests in: it does not sleep on
+ * PREEMPT_RT. Allocated (alloc_percpu(), not a static per-CPU variable:
  * those come from the small reserve all modules share) before the sampler
  * starts and freed after its last sample.
  */
@@ -151,7 +154,7 @@ static void cge_charge(struct cge_cpu *c, unsigned int cpu,
 		}
 	}
 	if (unlikely(s->nr == CGE_SLOTS)) {
-		c->overflows++;
+		WRITE_ONCE(c->overflows, c->overflows + 1);
 		if (!cge_cgstate_overflow(cgid, parent, ns, bg_ns, wakeups,
 					  cge_topo_pkg(cpu)))
 			cge_want(s, cgid, parent);
@@ -197,10 +200,13 @@ static void cge_charge_task(struct cge_cpu *c, struct task_struct *p,
 	if (unlikely(rt < c->start_rt)) {
 		if (!fresh)
 			return;
-		/* at most one per interval: one slice was open at the drain */
+		/*
+		 * at most one per interval: one slice was open at the drain,
+		 * charged to open_cgid (cur_cgid since, if a drain moved it)
+		 */
 		c->s.over_ns += c->start_rt - rt;
-		c->s.over_cgid = c->cur_cgid;
-		c->s.over_parent = c->cur_parent;
+		c->s.over_cgid = c->open_cgid;
+		c->s.over_parent = c->open_parent;
 		c->start_rt = rt;
 		return;
 	}
@@ -337,17 +343,19 @@ static __always_inline void cge_probe_body(struct cge_cpu *c,
  * sum_exec_runtime moves only when it calls update_curr() (a switch, a
  * tick, a wakeup on that runqueue): on a tickless CPU it can be a second
  * old. What the task ran since is the CPU's task clock now minus
- * se.exec_start, the task clock at that update (cge_clock_task(); the same
- * clock on Debian's kernels, which account no interrupt or steal time out
- * of it). c->cur is alive: it is @cpu's current task, and the probe, which
- * would see it switched out for the last time, waits for c->lock. The
- * charge is at most the interval's time not charged yet (@wall less
- * busy_ns). It can exceed what the scheduler makes of the slice: by the
- * scheduler's own time when the task is being preempted (below), by one
- * update's worth when the reads fall between the two stores of an
- * update_curr() that stores the runtime first (RT and deadline tasks on
- * 5.10 and 6.1), or where the task clock is estimated (cge_clock_task()).
- * The probe hands the excess back at the next switch (over_ns).
+ * se.exec_start, the task clock at that update (cge_clock_task(): @now on
+ * kernels that take no interrupt or steal time out of it, as Debian's;
+ * elsewhere only the runtime is charged). c->cur is alive: it is @cpu's
+ * current task, and the probe, which would see it switched out for the
+ * last time, waits for c->lock. The charge is at most the
+ * interval's time not charged yet (@wall less busy_ns). It can exceed what
+ * the scheduler makes of the slice: by the scheduler's own time when the
+ * task is being preempted (below), or by one update's worth when the reads
+ * fall between the two stores of an update_curr() (nothing orders them;
+ * RT and deadline tasks on 5.10 and 6.1 store the runtime first), or under
+ * proxy execution (6.17, not built in Debian's kernels), where exec_start
+ * is the donor's. The probe hands the excess back at the next switch
+ * (over_ns).
  */
 static void cge_charge_open(struct cge_cpu *c, unsigned int cpu, u64 now,
 			    u64 wall)
@@ -359,7 +367,8 @@ static void cge_charge_open(struct cge_cpu *c, unsigned int cpu, u64 now,
 	/*
 	 * update_curr() runs on @cpu under its runqueue lock, which we do not
 	 * hold: an exec_start that did not change around the runtime read
-	 * pairs with it, unless both reads fell between its two stores.
+	 * most likely pairs with it (not if both reads fell between its two
+	 * stores: over_ns settles that).
 	 */
 	for (tries = 0; tries < 3; tries++) {
 		start = READ_ONCE(p->se.exec_start);
@@ -383,14 +392,19 @@ static void cge_charge_open(struct cge_cpu *c, unsigned int cpu, u64 now,
 	smp_rmb();	/* the runtime pair, then the state */
 	if (!cge_task_running(p))
 		return;
-	task_now = cge_clock_task(cpu, now);
-	est = rt + (task_now > start ? task_now - start : 0);
+	est = rt;
+	if (cge_clock_task(cpu, now, &task_now) && task_now > start)
+		est += task_now - start;
 	if (est <= c->start_rt)
 		return;
 	room = wall > c->busy_ns ? wall - c->busy_ns : 0;
 	est = min(est - c->start_rt, room);
+	if (!est)
+		return;
 	c->start_rt += est;
 	c->busy_ns += est;
+	c->open_cgid = c->cur_cgid;
+	c->open_parent = c->cur_parent;
 	cge_charge(c, cpu, p, c->cur_cgid, c->cur_parent, est, 0);
 }
 
@@ -471,7 +485,7 @@ struct task_struct *cge_cpu_drain(unsigned int cpu, struct cge_cpu_sample *out,
 		cge_close_interval(c, cpu, sched_clock_cpu(cpu), false);
 		c->idle_at_drain = !c->running;
 		if (quiet)
-			c->quiet_drains++;
+			WRITE_ONCE(c->quiet_drains, c->quiet_drains + 1);
 	}
 	cge_take(c, out);
 	raw_spin_unlock_irqrestore(&c->lock, flags);

@@ -59,12 +59,15 @@ struct cge_acc {
  * If the arrays could not grow in this package's pass (cge_grow_failed),
  * the charges that found no room went to their records' totals at once and
  * their CPU time, cge_lost_ns, counts as idle in the energy split.
+ * cge_repaid_ns: what the pass took back of earlier overcharges (debt_ns),
+ * time the earlier intervals gave their tasks and not idle: idle now.
  */
 static struct cpumask cge_done;
 static struct cge_rec **cge_recs;
 static struct cge_acc *cge_accs;
 static bool cge_grow_failed;
 static u64 cge_lost_ns;
+static u64 cge_repaid_ns;
 static u64 *cge_weight;
 static u64 *cge_share;
 static struct cge_delta *cge_delta;
@@ -153,7 +156,8 @@ static void cge_free_scratch(void)
 
 /*
  * Add the charge @a to @rec's charges in this pass, appending @rec to the
- * @n charged records if it is not one yet, less what @rec owes (debt_ns).
+ * @n charged records if it is not one yet, less what @rec owes (debt_ns;
+ * what it pays counts as idle: cge_repaid_ns).
  * Without scratch room for it (one failed attempt per pass), the charge
  * goes to @rec's totals at once: its time, wakeups and per-core energy are
  * kept, and its time counts as idle in the package's energy split
@@ -169,6 +173,7 @@ static void cge_charge(struct cge_rec *rec, unsigned int *n,
 	if (unlikely(rec->debt_ns) && a->ns) {
 		pay = min(rec->debt_ns, a->ns);
 		rec->debt_ns -= pay;
+		cge_repaid_ns += pay;
 		paid = *a;
 		paid.ns -= pay;
 		paid.bg_ns = min(paid.bg_ns, paid.ns);
@@ -373,7 +378,12 @@ static void cge_drain_pkg(struct cge_pkg *pkg, unsigned int *n,
 				nr++;
 			}
 		}
-		/* its counter read here, with no IPI, if this is the core */
+		/*
+		 * its counter read here, with no IPI, if this is the core (the
+		 * sampler's worker is bound to its CPU, cge_queue_sample(),
+		 * unless that CPU went offline; the read checks again where
+		 * it runs)
+		 */
 		me = raw_smp_processor_id();
 		if (ran >= 0 && cpumask_test_cpu(me, topology_sibling_cpumask(cpu)))
 			ran = me;
@@ -494,16 +504,21 @@ static noinline void cge_split_pkg(struct cge_pkg *pkg, unsigned int n,
 	u64 active_ns = sys->ns[CGE_SYS_IRQ] + sys->ns[CGE_SYS_SOFTIRQ];
 	u64 busy_ns, lost_ns, idle_uj, sys_uj[CGE_SYS_NR];
 	struct cge_energy e;
-	unsigned int i, k;
+	unsigned int i, k, me;
 
 	BUILD_BUG_ON(CGE_SYS_NR > CGE_SPLIT_MAX_KINDS);
 	busy_ns = cge_collect(n, READ_ONCE(cge_split_param));
+	idle_ns += cge_repaid_ns;
+	cge_repaid_ns = 0;
 	/* the CPU time of charges that found no room: busy, but no consumer */
 	lost_ns = cge_lost_ns;
 	cge_lost_ns = 0;
 	cge_grow_failed = false;
 
-	pkg->read_cpu = cpumask_first_and(&pkg->cpus, cpu_online_mask);
+	/* read by the sampler's own CPU where it is in @pkg: no IPI */
+	me = raw_smp_processor_id();
+	pkg->read_cpu = cpumask_test_cpu(me, &pkg->cpus) && cpu_online(me) ?
+			me : cpumask_first_and(&pkg->cpus, cpu_online_mask);
 	memset(&e, 0, sizeof(e));
 	if (pkg->read_cpu >= nr_cpu_ids) {
 		/* Unread while no CPU of it is online: start afresh after. */
@@ -598,6 +613,37 @@ static void cge_sample_now(void)
 }
 
 /*
+ * Queue the next sample on the CPU the sampler runs on (at load, the CPU
+ * that loads the module), if that CPU is left to the kernel's housekeeping
+ * (cge_housekeeping_cpu(): not isolated by nohz_full=, isolcpus= or an
+ * isolated cpuset partition), else on the first online one that is: its
+ * timer fires there and its worker runs there, so the sampler wakes no
+ * other CPU by an IPI and never runs on an isolated one. (On the unbound
+ * workqueue, 7.2 with nohz_full=1 ran it on the tickless CPU, 10 IPIs a
+ * second to it, and without nohz_full woke an idle CPU for it by an IPI.)
+ * Under cpus_read_lock(): the CPU stays online until its timer is armed. A
+ * sample is short work (tens of µs to a few ms with thousands of active
+ * cgroups), which a per-CPU worker may hold.
+ */
+static void cge_queue_sample(unsigned long delay)
+{
+	int cpu, hk;
+
+	cpus_read_lock();
+	cpu = raw_smp_processor_id();
+	if (!cpu_online(cpu) || !cge_housekeeping_cpu(cpu)) {
+		for_each_online_cpu(hk) {
+			if (cge_housekeeping_cpu(hk)) {
+				cpu = hk;
+				break;
+			}
+		}
+	}
+	queue_delayed_work_on(cpu, cge_percpu_wq, &cge_work, delay);
+	cpus_read_unlock();
+}
+
+/*
  * Samples are due every interval_ms from the previous due time, not from when
  * the previous one finished: the delay is what is left of the period, rounded
  * up to whole jiffies, so the sample's own time and the timer's rounding do
@@ -631,7 +677,7 @@ static void cge_sample_fn(struct work_struct *work)
 	mutex_unlock(&cge_lock);
 	delay = DIV_ROUND_UP_ULL(due - now, TICK_NSEC);
 	if (!READ_ONCE(cge_stopping) && !READ_ONCE(cge_paused))
-		queue_delayed_work(cge_unbound_wq, &cge_work, delay);
+		cge_queue_sample(delay);
 }
 
 /*
@@ -680,8 +726,7 @@ static void cge_sampler_resume(void)
 	WRITE_ONCE(cge_paused, false);
 	mutex_unlock(&cge_lock);
 	if (!READ_ONCE(cge_stopping))
-		queue_delayed_work(cge_unbound_wq, &cge_work,
-				   msecs_to_jiffies(READ_ONCE(cge_interval_ms)));
+		cge_queue_sample(msecs_to_jiffies(READ_ONCE(cge_interval_ms)));
 }
 
 static int cge_pm_notify(struct notifier_block *nb, unsigned long action,
@@ -751,8 +796,7 @@ int cge_sampler_init(void)
 		goto err;
 	cge_step.end_ns = ktime_get_ns();
 	INIT_DELAYED_WORK(&cge_work, cge_sample_fn);
-	queue_delayed_work(cge_unbound_wq, &cge_work,
-			   msecs_to_jiffies(READ_ONCE(cge_interval_ms)));
+	cge_queue_sample(msecs_to_jiffies(READ_ONCE(cge_interval_ms)));
 	/* Last: a suspend from here on finds the work to stop. */
 	ret = register_pm_notifier(&cge_pm_nb);
 	if (ret)

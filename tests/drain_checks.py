@@ -8,8 +8,6 @@ for per-CPU kernel threads: on a ticked CPU 1 they ran in every interval
 (7 to 18 schedule() calls per interval, 0.6-1.8 % of it, on 6.1), so the
 per-interval check, whose reference is the interval's length, runs where
 intervals without them exist: the tickless CPU."""
-import pytest
-
 from workload import ok
 
 # The windows of the 1 s checks: from a snapshot to the first one at least
@@ -62,9 +60,10 @@ def windows(res):
 
 def check_intervals(res):
     # The intervals in which CPU 1 called schedule() no more often than in
-    # its quietest one: the kernel's own periodic threads only (none on
-    # 6.1; 3 per interval on 7.2 and 7.3, 0.2-0.3 % of it), not a thread
-    # that took a share of it (one on 6.1 took 4.3 ms).
+    # its quietest one: the kernel's own periodic threads only (none with
+    # nohz_full; 3 per interval on 7.2 and 7.3 while the sampler ran there,
+    # before it kept to a housekeeping CPU), not a thread that took a share
+    # of it (one on 6.1 took 4.3 ms).
     every = intervals(res)
     fewest = min((x['schedule_calls'] for x in every), default=0)
     iv = [x for x in every if x['schedule_calls'] == fewest]
@@ -118,34 +117,55 @@ def check_windows(res, tickless):
     return ws
 
 
+def added_ipis(res):
+    """The IPIs per CPU the module added, function calls and reschedules
+    together: s_drain's IPI windows against s_drain_base's, the same
+    windows before the module was first loaded in the same boot
+    (tests/vm/guest/drain.py)."""
+    w = ok(res, 's_drain')['ipis']
+    b = ok(res, 's_drain_base')['ipis']
+
+    def both(x):
+        return [c + r for c, r in zip(x['cal'], x['res'])]
+    return {k: [x - y for x, y in zip(both(w[k]), both(b[k]))]
+            for k in ('busy', 'idle')}, w, b
+
+
+# The kernel's own IPIs differ from one window to the next: two windows
+# without the module in one boot, before and after it ran, differed by up
+# to 7 on a CPU (6.12-rt's idle CPU 0, ticked: 7 and 0; 7.3's busy
+# tickless CPU 1: 12 and 9). What the module must not add is more: a
+# drain by IPI sends one per interval to a busy CPU, 30 in the busy
+# window; the sampler on an unbound worker, before it kept to a
+# housekeeping CPU (sampler.c, cge_queue_sample()), added 13 and 21 to
+# 7.3's idle CPU 1 in the 2 s window (ticked, tickless). Half the idle
+# window's intervals.
+IPI_NOISE = 10
+
+
 def check_ipis(res, interval_ms=100):
-    r = ok(res, 's_drain')['ipis']
-    busy, idle = r['busy']['cal'], r['idle']['cal']
-    quarter = r['idle']['window_s'] * 1000 / interval_ms / 4
-    if idle[1] > quarter:
-        # 7.2 and 7.3 send CPU 1 26-27 in 2 s idle (rcu_preempt and
-        # kdamond wake both CPUs about 30 times a second): no count of
-        # this scenario, which has no run without the module, can tell
-        # the module's apart there
-        pytest.skip(f'the kernel\'s own function-call IPIs to idle CPU 1 '
-                    f'exceed a quarter of the intervals: {r}')
-    # Function-call IPIs received, counted by the kernel, every task that
-    # may move on CPU 0 (drain.py). None of the module's on CPU 1, busy
-    # (ticked or tickless) or idle: a drain by IPI would send one per
-    # interval to a busy CPU (36 or so in the series). The kernel's own
-    # (per-CPU kernel threads woken from CPU 0, deferred work after the
-    # loops exit): 0-3 in the busy series, 0-4 in the idle window on 6.1,
-    # 6.12-rt and 5.10 (tests/results/drain.jsonl). So fewer than a
-    # quarter of the intervals.
-    assert busy[1] <= r['busy']['samples'] // 4, r
-    assert idle[1] <= r['idle']['window_s'] * 1000 / interval_ms / 4, r
-    # CPU 0, busy with its loop, this script and the sampler: at most one
-    # per interval (without nohz_full the sampler's timer may fire on
-    # CPU 1, where the kernel moves timers off an idle CPU, and wake its
-    # worker on CPU 0 by an IPI: about one per interval on 6.1; with
-    # nohz_full, timers and workers stay on CPU 0: 0)
-    assert busy[0] <= r['busy']['samples'] + 2, r
-    return r
+    added, w, b = added_ipis(res)
+    d = ok(res, 's_drain')
+    why = {'added': added, 'with': w, 'without': b}
+    # the premise: the sampler ran in every interval of the busy window
+    # (30-32 of them in 3.0-3.1 s)
+    n = w['busy']['samples']
+    assert 0.9 * w['busy']['window_s'] * 1000 / interval_ms <= n <= \
+        w['busy']['window_s'] * 1000 / interval_ms + 2, why
+    # None on either CPU busy, CPU 1 ticked or tickless; CPU 0 runs this
+    # script and the sampler
+    assert added['busy'][0] <= IPI_NOISE, why
+    assert added['busy'][1] <= IPI_NOISE, why
+    # None on an idle CPU. Not decided on PREEMPT_RT with both CPUs
+    # ticked: there the idle windows took 0-20 function-call IPIs on a CPU
+    # with the module and 0-10 without, run to run (6.1-rt: 17 and 20 on
+    # CPU 0 with it in one boot, 0 and 0 in the next), which these counts
+    # cannot attribute.
+    if d['rt'] and not d['nohz_full']:
+        return why
+    assert added['idle'][0] <= IPI_NOISE, why
+    assert added['idle'][1] <= IPI_NOISE, why
+    return why
 
 
 def check_totals(res):

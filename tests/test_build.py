@@ -61,32 +61,32 @@ def test_tool_builds_without_kernel_headers(tmp_path):
 
 # kmod/probes.mk's results per kernel of the matrix: each probe must show
 # both outcomes somewhere in it, so both branches of kmod/compat.h compile.
-# 6.12 is Debian's, with system_dfl_wq backported; sid and experimental are
+# 6.12 is Debian's, with system_percpu_wq backported; sid and experimental are
 # the newest.
 # Debian's 5.10 and 6.1 have inode_set_ctime_current() backported: no
 # kernel of the matrix, nor of the compile sweep, lacks it (a vanilla 6.1.0
 # does); its 0 branch is built by test_probe_branch_no_packaged_kernel_takes.
 NEW_IN_5_10 = ('SCHED_SWITCH_PREV_STATE', 'CGROUP_GET_FROM_ID',
-               'X86_FEATURE_RAPL', 'TAINT_TEST', 'TASK_IS_RUNNING')
+               'X86_FEATURE_RAPL', 'TAINT_TEST', 'TASK_IS_RUNNING', 'HK_TYPE')
 PROBES_EXPECTED = {
     '5.10': {**dict.fromkeys(('SIMPLE_INODE_INIT_TS', 'KN_NAME_RCU',
                               'D_REVALIDATE_DIR', 'SET_DEFAULT_D_OP',
-                              'INODE_JUST_DROP', 'RDMSRQ', 'SYSTEM_DFL_WQ',
+                              'INODE_JUST_DROP', 'RDMSRQ', 'SYSTEM_PERCPU_WQ',
                               'MAX_DIES', *NEW_IN_5_10), 0),
              'INODE_SET_CTIME_CURRENT': 1},
     '6.1': {**dict.fromkeys(('SIMPLE_INODE_INIT_TS', 'KN_NAME_RCU',
                              'D_REVALIDATE_DIR', 'SET_DEFAULT_D_OP',
-                             'INODE_JUST_DROP', 'RDMSRQ', 'SYSTEM_DFL_WQ',
+                             'INODE_JUST_DROP', 'RDMSRQ', 'SYSTEM_PERCPU_WQ',
                              'MAX_DIES'), 0),
             **dict.fromkeys(('INODE_SET_CTIME_CURRENT', *NEW_IN_5_10), 1)},
     '6.12': {'SIMPLE_INODE_INIT_TS': 1, 'KN_NAME_RCU': 0,
              'D_REVALIDATE_DIR': 0, 'SET_DEFAULT_D_OP': 0,
-             'INODE_JUST_DROP': 0, 'RDMSRQ': 0, 'SYSTEM_DFL_WQ': 1,
+             'INODE_JUST_DROP': 0, 'RDMSRQ': 0, 'SYSTEM_PERCPU_WQ': 1,
              'INODE_SET_CTIME_CURRENT': 1, 'MAX_DIES': 1,
              **dict.fromkeys(NEW_IN_5_10, 1)},
     **dict.fromkeys(('sid', 'experimental'), dict.fromkeys((
         'SIMPLE_INODE_INIT_TS', 'KN_NAME_RCU', 'D_REVALIDATE_DIR',
-        'SET_DEFAULT_D_OP', 'INODE_JUST_DROP', 'RDMSRQ', 'SYSTEM_DFL_WQ',
+        'SET_DEFAULT_D_OP', 'INODE_JUST_DROP', 'RDMSRQ', 'SYSTEM_PERCPU_WQ',
         'INODE_SET_CTIME_CURRENT', 'MAX_DIES', *NEW_IN_5_10), 1)),
 }
 ONE_OUTCOME = {'INODE_SET_CTIME_CURRENT'}

@@ -296,9 +296,11 @@ def test_idle_intervals_counted_as_quiet_and_idle(res):
     # 6.12 18-24 of 29, sid (7.2) 13-15 of 30, where rcu_preempt and kdamond
     # wake both CPUs about 30 times a second (sched_wakeup traced); a fifth
     # of the samples is 4 standard deviations below sid's mean over 50.
-    # Not on PREEMPT_RT: there the sampler's own timer expires in a ktimers
-    # thread on one CPU and its worker runs on the other, so in a 2-CPU
-    # guest no CPU stays idle for a whole interval.
+    # Not on PREEMPT_RT, where the sampler's timer expires in a ktimers
+    # thread: while its worker was unbound, it ran on the other CPU than
+    # that thread, so that in a 2-CPU guest no CPU stayed idle for a whole
+    # interval (not measured since the worker is bound to its timer's CPU,
+    # sampler.c cge_queue_sample()).
     if not r['rt']:
         assert 0.2 * r['samples'] <= r['quiet'] <= r['samples'], r
     # ... and its idle time still counts: against /proc/stat (tick-sampled,

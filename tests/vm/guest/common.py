@@ -166,9 +166,10 @@ def mkcg(*rels):
 
 @contextlib.contextmanager
 def housekeeping_on_cpu0():
-    """This script and the unbound work items (the module's sampler among
-    them) on CPU 0, so the other CPUs run as few tasks as the kernel lets
-    them; both restored after."""
+    """This script and the unbound work items on CPU 0, so the other CPUs
+    run as few tasks as the kernel lets them; both restored after. (The
+    module's sampler stays on the CPU that loaded it: sampler.c,
+    cge_queue_sample().)"""
     wq_mask = Path('/sys/devices/virtual/workqueue/cpumask')
     old_mask = wq_mask.read_text().strip()
     os.sched_setaffinity(0, {0})

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from common import (CG, EN, Work, compare_usage, conservation_ok, info,
                     main_args, mkcg, s_unload, scenarios, sh, stat)
-from drain import s_drain
+from drain import s_drain, s_drain_base
 
 KO, CGWORK = main_args()
 W = Work(CGWORK)
@@ -62,5 +62,5 @@ def s_accuracy(ctx):
 
 
 if __name__ == '__main__':
-    scenarios([s_env, s_load, s_accuracy, s_drain, s_unload],
+    scenarios([s_env, s_drain_base, s_load, s_accuracy, s_drain, s_unload],
               {'cgwork': CGWORK})

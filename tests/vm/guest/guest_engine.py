@@ -20,7 +20,7 @@ from common import (CG, EN, REPO, Work, conservation_ok, cpu_usage, dmesg,
                     insmod, kv, main_args, mkcg, mount_en, next_sample,
                     proc_idle_usec, proc_sys_usec, rmmod, scenarios, set_param, get_param, settle, sh,
                     snapshot, stat, umount_en, wait_records, SYS_KINDS)
-from drain import s_drain
+from drain import s_drain, s_drain_base
 
 KO, CGWORK = main_args()
 W = Work(CGWORK)
@@ -80,7 +80,9 @@ def s_load_params(ctx):
 
 
 def s_load(ctx):
-    sh(f'insmod {KO}')
+    # from CPU 0: the sampler stays on the CPU that loaded the module
+    # (sampler.c, cge_queue_sample()), and s_systime wants CPU 1 quiet
+    sh(f'taskset -c 0 insmod {KO}')
     mounted = EN.is_dir()
     sh(f'mount -t cgroup_energy none {EN}')
     return {'mountpoint_created': mounted, 'info': info(),
@@ -664,7 +666,7 @@ def s_unload(ctx):
 if __name__ == '__main__':
     ctx = {'churn': int(os.environ.get('CGE_CHURN', 10000)), 'repo': REPO,
            'cgwork': CGWORK}
-    scenarios([s_load_params, s_load, s_equal_pinned, s_twice,
+    scenarios([s_drain_base, s_load_params, s_load, s_equal_pinned, s_twice,
                s_parent_sum, s_removed_child, s_removed_tree, s_overflow, s_permissions,
                s_namespace, s_view, s_readdir, s_bad_input, s_churn, s_hotplug, s_suspend, s_quiet,
                s_systime,

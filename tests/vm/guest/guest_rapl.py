@@ -322,15 +322,17 @@ def s_cores(ctx):
     only CPU 0 busy, the idle cores' counters are not read (no IPI wakes
     them) while CPU 0's core is, each interval; reads are on the core."""
     unload()
-    load('emu_cpu_busy_mw=3000,3000,12000,12000')
     mkcg('hi', 'lo')
     hi = sorted({core_of(2), core_of(3)})
     lo = core_of(0)
-    # this script and the sampler's work on CPU 0 throughout: free to run
-    # on CPUs 2 and 3, they took 7 % from "hi" once (0.932 of its cores'
-    # energy on 6.12-rt; 0.982 with them on CPU 0), and ran there in every
-    # interval of the idle phase (21 reads of 21)
+    # this script and the sampler's work on CPU 0 throughout (the sampler
+    # stays on the CPU that loaded the module): free to run on CPUs 2 and
+    # 3, they took 7 % from "hi" once (0.932 of its cores' energy on
+    # 6.12-rt; 0.982 with them on CPU 0), and ran there in every interval
+    # of the idle phase (21 reads of 21); the sampler alone on CPU 2 took
+    # 54 % of it
     with housekeeping_on_cpu0():
+        load('emu_cpu_busy_mw=3000,3000,12000,12000')
         a, b = inside(['', 'hi', 'lo'], [('hi', 2), ('hi', 3), ('lo', 0)],
                       2)
         SCHEDSTATS.write_text('1\n')
