@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 """Append the figures of the latest VM runs to tests/results/*.jsonl.
 
-usage: collect_vm.py systime|rapl-emu|prometheus [RUNS_DIR]
+usage: collect_vm.py systime|rapl-emu|prometheus|drain [RUNS_DIR]
 
 Reads the guests' CGE-RESULT lines in RUNS_DIR (default .build/vm-runs; the
 harness keeps the last CGE_KEEP_RUNS runs, 20 unless set) and appends, per
@@ -17,6 +17,10 @@ of a tree with changes, are left out) with the kernel version and the date:
   prometheus tests/vm/guest/guest_prometheus.py: every scenario's figures
             (Prometheus's rate() against the module's power, the scrapes,
             the pod join, the containerised exporter against the host's)
+  drain     tests/vm/guest/drain.py in test_accuracy's and test_engine's
+            boots, per kernel and boot (tickless or ticked CPU 1): the
+            quiet intervals' error, the 1 s windows, the IPIs with and
+            without the module, the totals against cpu.stat
 """
 import json
 import subprocess
@@ -49,6 +53,36 @@ def runs(runs_dir):
                            json.loads(line[len('CGE-RESULT '):]))
 
 
+def drain_row(res):
+    """s_drain's figures, as tests/drain_checks.py makes them."""
+    sys.path.insert(0, str(REPO / 'tests'))
+    import drain_checks
+    every = drain_checks.intervals(res)
+    fewest = min(x['schedule_calls'] for x in every)
+    err = [100 * (x['loop1_us'] - x['len_us']) / x['len_us']
+           for x in every if x['schedule_calls'] == fewest]
+    added, w, b = drain_checks.added_ipis(res)
+    d = res['s_drain']
+    return {
+        'intervals': len(every), 'quiet_intervals': len(err),
+        'quiet_schedule_calls': fewest,
+        'quiet_err_pct_min_max': [round(min(err), 3), round(max(err), 3)],
+        'quiet_within_2pct': sum(abs(e) <= 2 for e in err),
+        'windows': [{
+            'len_ms': round(x['len_us'] / 1000, 1),
+            'loop1_vs_busy1_pct': round(100 * (x['loop1']['usage_us'] -
+                                               x['busy1_us']) /
+                                        x['len_us'], 3),
+            'uj_per_cpu_s_0_to_1': round(
+                x['loop0']['energy_uj'] * x['loop1']['usage_us'] /
+                (x['loop0']['usage_us'] * x['loop1']['energy_uj']), 4)}
+            for x in drain_checks.windows(res)],
+        'ipis_with': w, 'ipis_without': b, 'ipis_added': added,
+        'totals_diff_us': {cg: d['usage'][cg]['diff']
+                           for cg in ('loop0', 'loop1')},
+        'rt': d['rt']}
+
+
 def rows(kind, runs_dir):
     latest = {}
     for flavour, kver, mtime, res in runs(runs_dir):
@@ -62,6 +96,10 @@ def rows(kind, runs_dir):
                    **{k: {f: v for f, v in r.items() if f != 'seconds'}
                       for k, r in res.items()
                       if k not in ('s_detect', 's_end')}}
+        elif kind == 'drain' and 's_drain_base' in res:
+            boot = 'tickless' if res['s_drain'].get('nohz_full') else \
+                'ticked'
+            key, row = (flavour, boot), {'cpu1': boot, **drain_row(res)}
         elif kind == 'prometheus' and 's_rate' in res:
             key = flavour
             row = {k: {f: v for f, v in r.items() if f != 'seconds'}
