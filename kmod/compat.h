@@ -207,8 +207,8 @@ static inline unsigned int cge_max_dies_per_package(void)
 /*
  * Whether @cpu is left to the kernel's housekeeping: not isolated from its
  * timers (nohz_full=) nor from the scheduler's domains (isolcpus=, and on
- * 7.x an isolated cpuset partition). enum hk_type since 5.19, enum
- * hk_flags before.
+ * 7.x an isolated cpuset partition, whose mask is replaced at run time and
+ * read under RCU). enum hk_type since 5.19, enum hk_flags before.
  */
 #if CGE_HAVE_HK_TYPE
 #define CGE_HK_TIMER HK_TYPE_TIMER
@@ -220,8 +220,13 @@ static inline unsigned int cge_max_dies_per_package(void)
 
 static inline bool cge_housekeeping_cpu(int cpu)
 {
-	return housekeeping_cpu(cpu, CGE_HK_TIMER) &&
-	       housekeeping_cpu(cpu, CGE_HK_DOMAIN);
+	bool hk;
+
+	rcu_read_lock();
+	hk = housekeeping_cpu(cpu, CGE_HK_TIMER) &&
+	     housekeeping_cpu(cpu, CGE_HK_DOMAIN);
+	rcu_read_unlock();
+	return hk;
 }
 
 /*

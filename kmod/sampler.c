@@ -615,8 +615,9 @@ static void cge_sample_now(void)
 /*
  * Queue the next sample on the CPU the sampler runs on (at load, the CPU
  * that loads the module), if that CPU is left to the kernel's housekeeping
- * (cge_housekeeping_cpu(): not isolated by nohz_full=, isolcpus= or an
- * isolated cpuset partition), else on the first online one that is: its
+ * (cge_housekeeping_cpu(): not isolated by nohz_full=, isolcpus= or, on
+ * 7.x, an isolated cpuset partition), else on the first online one that
+ * is: its
  * timer fires there and its worker runs there, so the sampler wakes no
  * other CPU by an IPI and never runs on an isolated one. (On the unbound
  * workqueue, 7.2 with nohz_full=1 ran it on the tickless CPU, 10 IPIs a

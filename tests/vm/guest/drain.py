@@ -148,7 +148,10 @@ def _ipi_windows(cgs, cgwork, samples):
     @samples() returns the module's sample count, or None."""
     procs = _loops(cgs, cgwork, BUSY_WINDOW_S + 2)
     try:
-        n0, ipi0, t0 = samples(), _ipis(), time.monotonic()
+        # the sample count read first: one read of the module's files
+        n0 = samples()
+        time.sleep(0.5)
+        ipi0, t0 = _ipis(), time.monotonic()
         while time.monotonic() < t0 + BUSY_WINDOW_S:
             time.sleep(0.1)
         busy = {**_since(ipi0), 'window_s': round(time.monotonic() - t0, 3)}

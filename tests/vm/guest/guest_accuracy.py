@@ -38,7 +38,9 @@ def s_env(ctx):
 
 
 def s_load(ctx):
-    sh(f'insmod {KO}')
+    # from CPU 0: the sampler stays on the CPU that loaded the module
+    # (sampler.c, cge_queue_sample()), and s_drain wants CPU 1 to itself
+    sh(f'taskset -c 0 insmod {KO}')
     sh(f'mount -t cgroup_energy none {EN}')
     return {'info': info()}
 
