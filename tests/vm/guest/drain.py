@@ -148,8 +148,9 @@ def _ipi_windows(cgs, cgwork, samples):
     @samples() returns the module's sample count, or None."""
     procs = _loops(cgs, cgwork, BUSY_WINDOW_S + 2)
     try:
-        # the sample count read first: one read of the module's files
-        n0 = samples()
+        # the sample count read first (one read of the module's files),
+        # and last, over samples_s
+        n0, ts = samples(), time.monotonic()
         time.sleep(0.5)
         ipi0, t0 = _ipis(), time.monotonic()
         while time.monotonic() < t0 + BUSY_WINDOW_S:
@@ -158,6 +159,7 @@ def _ipi_windows(cgs, cgwork, samples):
         n1 = samples()
         if n0 is not None:
             busy['samples'] = n1 - n0
+            busy['samples_s'] = round(time.monotonic() - ts, 3)
     finally:
         Work.stop(procs, cgs)
     time.sleep(SETTLE_S)
