@@ -135,6 +135,16 @@ def test_energy_of_the_package_it_ran_on(hw):
         assert pk['1'] > 1.2 * pk['0'], r
 
 
+def _filled(w, cpus):
+    """Premise: busy loops on @cpus CPUs filled the window w (inside()'s
+    window(): the kernel's cpu.stat against the time between the module's
+    samples). Pinned loops that run from before the window to after it
+    lose only what per-CPU kernel threads and interrupts take, and the
+    cpu.stat reads lag the samples by a few ms at both ends."""
+    assert 0.95 * cpus * w['window_us'] <= w['cpu_us'] <= \
+        1.01 * cpus * w['window_us'], w
+
+
 def _only(profile, hw):
     if hw[0] != profile:
         pytest.skip(f'{profile} only')
@@ -148,6 +158,7 @@ def test_cpu_online_after_load_joins_its_package(hw):
     # package 1's energy, more than package 0's whole (CPU 1 counted in
     # package 0 would get a part of package 0's)
     assert (r['packages_at_load'], r['packages']) == (1, 2), r
+    _filled(r['late_window'], 1)
     # (0.984-0.996 of package 1 in tests/results/rapl-emu.jsonl)
     pk = r['pkg_uj']
     assert pk['0'] < r['cg_uj'], r
@@ -186,6 +197,7 @@ def test_per_core_energy(hw):
     # CPUs 2 and 3 filled by "hi" for the window: their cores' energy
     # within 5 % of what the emulator returned at the module's reads
     # (0.974-0.993 in the rows of c288390 in tests/results/rapl-emu.jsonl)
+    _filled(r['hi_window'], 2)
     assert r['hi_truth_uj'] > 2 * r['lo_truth_uj'], r
     assert 0.95 * r['hi_truth_uj'] <= r['hi_core_uj'] <= r['hi_truth_uj'], r
     # "lo" on CPU 0: time-split with an idle sibling where there is one

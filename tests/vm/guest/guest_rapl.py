@@ -23,6 +23,9 @@ W = Work(CGWORK)
 TRUTH = Path('/sys/kernel/debug/cgroup_energy_emu/truth')
 # the headline domains: what total_uj counts
 HEADLINE = ('package', 'dram')
+# a loop's length where the scenario stops it itself (W.stop()): only a
+# bound
+LOOP_MAX_S = 120
 
 
 def truth():
@@ -114,22 +117,37 @@ def task_picks():
 def inside(rels, loads, secs=3, picks=False):
     """Start @loads [(cgroup, cpu)] of busy loops, and return two
     next_sample() snapshots of @rels with the emulator's record, @secs
-    apart, both while the loops run (they have started and would spin 2 s
-    longer; they are stopped after @b): a window with no idle edges. With
-    @picks, each snapshot's 'picks' are task_picks() read after it, from
-    just after the sample it follows."""
-    ws = [W.start(cg, 'busy', secs + 2, cpu=cpu) for cg, cpu in loads]
+    apart, both while the loops run: a window with no idle edges. The loops
+    spin until they are stopped, after @b: on a starved guest (amd-zen,
+    5.10, in a clean-clone make check, e341c4f's CI) loops of a fixed
+    @secs + 2 s had ended before @b, and the window took 0.3 s of them.
+    Each snapshot's 'usage' is the loaded cgroups' usage_usec (cpu.stat),
+    read just after it. With @picks, each snapshot's 'picks' are
+    task_picks() read after it, from just after the sample it follows."""
+    ws = [W.start(cg, 'busy', LOOP_MAX_S, cpu=cpu) for cg, cpu in loads]
     cgs = {cg for cg, _ in loads}
-    running(cgs)
-    a = next_sample(rels, extra=truth)
-    if picks:
-        a['picks'] = task_picks()
-    time.sleep(secs)
-    b = next_sample(rels, extra=truth)
-    if picks:
-        b['picks'] = task_picks()
-    W.stop(ws, cgs)
+    try:
+        running(cgs)
+        a = next_sample(rels, extra=truth)
+        a['usage'] = {cg: cpu_usage(cg) for cg in cgs}
+        if picks:
+            a['picks'] = task_picks()
+        time.sleep(secs)
+        b = next_sample(rels, extra=truth)
+        b['usage'] = {cg: cpu_usage(cg) for cg in cgs}
+        if picks:
+            b['picks'] = task_picks()
+    finally:
+        W.stop(ws, cgs)
     return a, b
+
+
+def window(a, b, cg):
+    """The CPU time of @cg (usage_usec, the kernel's) and the time between
+    the samples of snapshots @a and @b of inside(), in µs."""
+    return {'cpu_us': b['usage'][cg] - a['usage'][cg],
+            'window_us': (b['info']['last_sample_ns'] -
+                          a['info']['last_sample_ns']) // 1000}
 
 
 def load(params=''):
@@ -266,6 +284,7 @@ def s_late_cpu(ctx):
         unload()
     return {'packages_at_load': before,
             'packages': b['info']['packages'],
+            'late_window': window(a, b, 'late'),
             'cg_uj': delta(a, b, 'late', 'energy_uj'),
             'pkg_uj': pkg_uj(a['extra'], b['extra'])}
 
@@ -343,6 +362,7 @@ def s_cores(ctx):
     ta, tb, tc = a['extra'], b2['extra'], c['extra']
     return {'hi_cores': hi, 'lo_core': lo,
             'cores': sorted(counters(tb, 'core')),
+            'hi_window': window(a, b, 'hi'),
             'hi_core_uj': delta(a, b, 'hi', 'core_uj'),
             'lo_core_uj': delta(a, b, 'lo', 'core_uj'),
             'hi_truth_uj': sum(core_uj(ta, b['extra'], k) for k in hi),
