@@ -139,10 +139,11 @@ def _filled(w, cpus):
     """Premise: busy loops on @cpus CPUs filled the window w (inside()'s
     window(): the kernel's cpu.stat against the time between the module's
     samples). Pinned loops that run from before the window to after it
-    lose only what per-CPU kernel threads and interrupts take, and the
-    cpu.stat reads lag the samples by a few ms at both ends."""
+    lose only what per-CPU kernel threads and interrupts take; cpu.stat
+    counts a running task up to its last update (a tick, 4 ms), at both
+    ends."""
     assert 0.95 * cpus * w['window_us'] <= w['cpu_us'] <= \
-        1.01 * cpus * w['window_us'], w
+        cpus * (w['window_us'] + 8000), w
 
 
 def _only(profile, hw):
@@ -225,6 +226,7 @@ def test_per_core_energy(hw):
 
 def test_sibling_offline_and_back(hw):
     r = ok(_only('amd-zen', hw), 's_sibling')
+    _filled(r['sib_window'], 1)
     # the only task on CPUs 2 and 3: never more than their cores' energy
     # (a stale per-CPU counter state would add all since load); at least
     # half: the window lies inside the loop's run, and where CPU 2 is an

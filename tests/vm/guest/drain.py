@@ -25,8 +25,8 @@ import subprocess
 import time
 from pathlib import Path
 
-from common import (CG, compare_usage, cpu_usage, info, mkcg, next_sample,
-                    Work)
+from common import (CG, LOOP_MAX_S, compare_usage, info, mkcg,
+                    next_sample, running, Work)
 
 SERIES_S = 3.6
 BUSY_WINDOW_S = 3.0
@@ -110,14 +110,12 @@ def _loops(cgs, cgwork, seconds):
                                str(CG / cg), '-p', str(cpu), 'busy',
                                str(seconds)])
              for cpu, cg in enumerate(cgs)]
-    # both running (exec under TCG: 0.2-0.7 s)
-    while not all(cpu_usage(cg) for cg in cgs):
-        time.sleep(0.05)
+    running(cgs)                # exec under TCG: 0.2-0.7 s
     return procs
 
 
 def _series(cgs, cgwork):
-    procs = _loops(cgs, cgwork, SERIES_S + 2)
+    procs = _loops(cgs, cgwork, LOOP_MAX_S)
     try:
         next_sample(cgs)
         series = []
@@ -146,7 +144,7 @@ def _ipi_windows(cgs, cgwork, samples):
     kicked the tickless CPU 1's tick, 10-27 IPIs a second: a reader's
     cost, not the sampler's, which no window of this count holds.)
     @samples() returns the module's sample count, or None."""
-    procs = _loops(cgs, cgwork, BUSY_WINDOW_S + 2)
+    procs = _loops(cgs, cgwork, LOOP_MAX_S)
     try:
         # the sample count read first (one read of the module's files),
         # and last, over samples_s

@@ -207,7 +207,14 @@ def s_overflow(ctx):
         mkcg(*cgs)
         W.run('ovf/o0', 'busy', 0.05)
         settle()
-        ps = [W.start(cg, 'sleeper', 20000, 3, cpu=0) for cg in cgs]
+        # started frozen and thawed together, so that at least 33 run at
+        # once whatever each start costs (100 starts one by one over 9p
+        # can outlast a sleeper's 3 s on a starved guest)
+        freeze('ovf')
+        try:
+            ps = [W.start(cg, 'sleeper', 20000, 3, cpu=0) for cg in cgs]
+        finally:
+            freeze('ovf', False)
         for p in ps:
             p.wait()
     finally:                    # later scenarios assume the default

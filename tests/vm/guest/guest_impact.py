@@ -4,9 +4,9 @@
 Prints one line 'CGE-RESULT {json}'."""
 import time
 
-from common import (EN, Work, dmesg, freeze, get_param, info, main_args,
-                    mkcg, s_remove_cgroups, s_unload, scenarios, set_param,
-                    settle, sh, snapshot, stat)
+from common import (EN, LOOP_MAX_S, Work, dmesg, freeze, get_param, info,
+                    main_args, mkcg, running, s_remove_cgroups, s_unload,
+                    scenarios, set_param, settle, sh, snapshot, stat)
 
 KO, CGWORK = main_args()
 W = Work(CGWORK)
@@ -23,18 +23,24 @@ def s_load(ctx):
 
 def side_by_side(tag):
     """A busy loop on CPU 0 and a 2 ms sleeper on CPU 1, in two cgroups;
-    measured in steady state (from 1 s in), not across process start-up."""
+    measured in steady state (from 1 s after both run), not across process
+    start-up. The busy loop runs until the sleeper has ended (it is
+    stopped then), so the sleeper never runs alone (a start-up apart, the
+    model's split of a lone sleeper differs)."""
     busy, sleeper = f'{tag}_busy', f'{tag}_sleep'
     mkcg(busy, sleeper)
-    a = W.start(busy, 'busy', RUN_S + 1, cpu=0)
-    b = W.start(sleeper, 'sleeper', 2000, RUN_S + 1, cpu=1)
-    time.sleep(1)
-    # both cgroups' start figures from the same sample: their deltas cover
-    # the same intervals
-    s = snapshot([busy, sleeper])['stat']
-    b0, s0 = s[busy], s[sleeper]
-    a.wait()
-    switches = W.switches(b)
+    a = W.start(busy, 'busy', LOOP_MAX_S, cpu=0)
+    try:
+        b = W.start(sleeper, 'sleeper', 2000, RUN_S + 1, cpu=1)
+        running([busy, sleeper])
+        time.sleep(1)
+        # both cgroups' start figures from the same sample: their deltas
+        # cover the same intervals
+        s = snapshot([busy, sleeper])['stat']
+        b0, s0 = s[busy], s[sleeper]
+        switches = W.switches(b)
+    finally:
+        W.stop([a], [busy])
     settle()
     s = snapshot([busy, sleeper])['stat']
     b1, s1 = s[busy], s[sleeper]
@@ -65,7 +71,9 @@ def s_background(ctx):
 
 def s_coefficient_change(ctx):
     mkcg('coef')
-    p = W.start('coef', 'sleeper', 2000, 3 * RUN_S // 2, cpu=1)
+    # 8 s: still running after the thaw, however long the frozen steps
+    # take on a starved guest
+    p = W.start('coef', 'sleeper', 2000, 2 * RUN_S, cpu=1)
     time.sleep(RUN_S / 2)
     # Frozen and settled, the cgroup has nothing left to charge: a sample
     # between the reads changes nothing of it, and all that it runs after

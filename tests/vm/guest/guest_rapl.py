@@ -13,9 +13,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1].parent))
 from vm.harness import SUSPEND_CYCLE  # noqa: E402
 
-from common import (Work, conservation_ok, cpu_usage, dmesg,
-                    housekeeping_on_cpu0, info, insmod, mkcg, mount_en, next_sample, rmmod, scenarios, sh, stat,
-                    umount_en)
+from common import (LOOP_MAX_S, Work, conservation_ok, dmesg,
+                    housekeeping_on_cpu0, info, insmod, mkcg, mount_en,
+                    next_sample, rmmod, running, scenarios, sh, stat,
+                    umount_en, usage_at)
 
 KO, CGWORK = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
 PROFILE = sys.argv[3]
@@ -23,9 +24,6 @@ W = Work(CGWORK)
 TRUTH = Path('/sys/kernel/debug/cgroup_energy_emu/truth')
 # the headline domains: what total_uj counts
 HEADLINE = ('package', 'dram')
-# a loop's length where the scenario stops it itself (W.stop()): only a
-# bound
-LOOP_MAX_S = 120
 
 
 def truth():
@@ -89,16 +87,6 @@ def delta(a, b, rel, key):
     return b['stat'][rel][key] - a['stat'][rel][key]
 
 
-def running(cgs, timeout=60):
-    """Wait until every cgroup of @cgs has used CPU time: their processes
-    have started."""
-    deadline = time.monotonic() + timeout
-    while not all(cpu_usage(cg) for cg in cgs):
-        if time.monotonic() > deadline:
-            raise RuntimeError(f'no CPU time in {cgs} after {timeout} s')
-        time.sleep(0.05)
-
-
 SCHEDSTATS = Path('/proc/sys/kernel/sched_schedstats')
 
 
@@ -121,20 +109,20 @@ def inside(rels, loads, secs=3, picks=False):
     spin until they are stopped, after @b: on a starved guest (amd-zen,
     5.10, in a clean-clone make check, e341c4f's CI) loops of a fixed
     @secs + 2 s had ended before @b, and the window took 0.3 s of them.
-    Each snapshot's 'usage' is the loaded cgroups' usage_usec (cpu.stat),
-    read just after it. With @picks, each snapshot's 'picks' are
+    Each snapshot's 'usage' is usage_at() of the loaded cgroups, read
+    just after it. With @picks, each snapshot's 'picks' are
     task_picks() read after it, from just after the sample it follows."""
     ws = [W.start(cg, 'busy', LOOP_MAX_S, cpu=cpu) for cg, cpu in loads]
     cgs = {cg for cg, _ in loads}
     try:
         running(cgs)
         a = next_sample(rels, extra=truth)
-        a['usage'] = {cg: cpu_usage(cg) for cg in cgs}
+        a['usage'] = usage_at(cgs)
         if picks:
             a['picks'] = task_picks()
         time.sleep(secs)
         b = next_sample(rels, extra=truth)
-        b['usage'] = {cg: cpu_usage(cg) for cg in cgs}
+        b['usage'] = usage_at(cgs)
         if picks:
             b['picks'] = task_picks()
     finally:
@@ -143,11 +131,11 @@ def inside(rels, loads, secs=3, picks=False):
 
 
 def window(a, b, cg):
-    """The CPU time of @cg (usage_usec, the kernel's) and the time between
-    the samples of snapshots @a and @b of inside(), in µs."""
+    """The CPU time of @cg (usage_usec, the kernel's) between the reads
+    usage_at() of snapshots @a and @b of inside(), and the time between
+    those reads, in µs."""
     return {'cpu_us': b['usage'][cg] - a['usage'][cg],
-            'window_us': (b['info']['last_sample_ns'] -
-                          a['info']['last_sample_ns']) // 1000}
+            'window_us': b['usage']['at_us'] - a['usage']['at_us']}
 
 
 def load(params=''):
@@ -229,12 +217,14 @@ def s_wrap(ctx):
     mkcg('wrap')
     cpus = sorted({core_of(c) for c in range(os.cpu_count())}) \
         if PROFILE == 'amd-zen' else [0]
-    ws = [W.start('wrap', 'busy', 5, cpu=c) for c in cpus]
-    a = next_sample(extra=truth)
-    time.sleep(4)
-    b = next_sample(extra=truth)
-    for w in ws:
-        w.wait()
+    ws = [W.start('wrap', 'busy', LOOP_MAX_S, cpu=c) for c in cpus]
+    try:
+        running(['wrap'])
+        a = next_sample(extra=truth)
+        time.sleep(4)
+        b = next_sample(extra=truth)
+    finally:
+        W.stop(ws, ['wrap'])
     ra, rb = a['stat'][''], b['stat']['']
     ta, tb = a['extra'], b['extra']
     ctrs = [(k, v['read']) for k, v in counters(tb, 'pkg').items()] + [
@@ -313,13 +303,14 @@ def s_overflow(ctx):
     load('emu_cpu_busy_mw=8000,40000')
     cgs = [f'ov/c{i}' for i in range(64)]
     mkcg(*cgs)
-    ws = [W.start(cg, 'yield', 6, cpu=1) for cg in cgs]
-    running(cgs)
-    a = next_sample(['', 'ov'], extra=truth)
-    time.sleep(2)
-    b = next_sample(['', 'ov'], extra=truth)
-    for w in ws:
-        w.wait()
+    ws = [W.start(cg, 'yield', LOOP_MAX_S, cpu=1) for cg in cgs]
+    try:
+        running(cgs)
+        a = next_sample(['', 'ov'], extra=truth)
+        time.sleep(2)
+        b = next_sample(['', 'ov'], extra=truth)
+    finally:
+        W.stop(ws, cgs)
     return {'overflows': b['info']['cache_overflows'] -
             a['info']['cache_overflows'],
             'samples': b['info']['samples'] - a['info']['samples'],
@@ -390,19 +381,24 @@ def s_sibling(ctx):
     left to read it; the offline CPU is not read."""
     mkcg('sib')
     cores = sorted({core_of(2), core_of(3)})
-    w = W.start('sib', 'busy', 6, cpu=3)
-    running(['sib'])
-    a = next_sample(['', 'sib'], extra=truth)
+    w = W.start('sib', 'busy', LOOP_MAX_S, cpu=3)
     try:
-        time.sleep(0.5)
-        sh('echo 0 > /sys/devices/system/cpu/cpu2/online')
-        time.sleep(2)
+        running(['sib'])
+        a = next_sample(['', 'sib'], extra=truth)
+        a['usage'] = usage_at(['sib'])
+        try:
+            time.sleep(0.5)
+            sh('echo 0 > /sys/devices/system/cpu/cpu2/online')
+            time.sleep(2)
+        finally:
+            sh('echo 1 > /sys/devices/system/cpu/cpu2/online')
+        time.sleep(1)
+        b = next_sample(['', 'sib'], extra=truth)
+        b['usage'] = usage_at(['sib'])
     finally:
-        sh('echo 1 > /sys/devices/system/cpu/cpu2/online')
-    time.sleep(1)
-    b = next_sample(['', 'sib'], extra=truth)
-    W.stop([w], ['sib'])
+        W.stop([w], ['sib'])
     return {'siblings': len(cores) == 1,
+            'sib_window': window(a, b, 'sib'),
             'cg_core_uj': delta(a, b, 'sib', 'core_uj'),
             'core_uj': sum(core_uj(a['extra'], b['extra'], k)
                            for k in cores),
