@@ -385,6 +385,14 @@ def summarize(raw, static):
     s['fixed_bytes'] = {k: v for k, v in static['symbols'].items()
                         if k in ('cge_hash', 'cge_cs', 'cge_gone_ring')}
     s['module_bytes'] = sm.get('module_bytes')
+    cy = raw.get('cyclictest', {})
+    s['cyclictest_us'] = {st: {'samples': cy[st]['samples'],
+                               'overflows': cy[st]['overflows'],
+                               'max': cy[st]['max_us'],
+                               **{f'p{k}': v for k, v in
+                                  cy[st]['pct_us'].items()}}
+                          for st in ('A', 'B')
+                          if 'pct_us' in cy.get(st, {})}
     return s
 
 
@@ -547,17 +555,7 @@ def markdown(d):
                  f'{r.get("cache_overflows", "n/a")} |')
     if raw.get('sampler', {}).get('error'):
         L.append(f'\nsampler: error: {raw["sampler"]["error"][:300]}')
-    cy = raw.get('cyclictest', {})
-    if cy.get('runs'):
-        L += ['', f'## cyclictest on {d.get("rt_kver") or "6.1-rt"} '
-              f'(µs; load: {cy.get("load")}; reported, not asserted)', '',
-              '| | max | p99 |', '|---|---|---|',
-              f'| without the module | {spread_txt(cy["A"]["max_us"], 0)} | '
-              f'{spread_txt(cy["A"]["p99_us"], 0)} |',
-              f'| with the module | {spread_txt(cy["B"]["max_us"], 0)} | '
-              f'{spread_txt(cy["B"]["p99_us"], 0)} |']
-    elif cy.get('error'):
-        L += ['', f'cyclictest: error: {cy["error"][:300]}']
+    L += cyclictest_md(raw.get('cyclictest', {}), d.get('rt_kver'))
     L += ['', '## Targets', '']
     for k, t in d['targets'].items():
         met = {True: 'met', False: 'MISSED', None: 'not judged'}[t['met']]
@@ -565,6 +563,44 @@ def markdown(d):
                  + (f' — {t["note"]}' if t.get('note') else ''))
     L += ['', f'Run time: {d["seconds"]} s.', '']
     return '\n'.join(L)
+
+
+def pct_txt(v):
+    """A percentile from guest_bench.hist_percentiles(): µs, or a lower
+    bound when it falls in the histogram's overflow."""
+    if isinstance(v, dict):
+        return f'≥ {v["above"]}'
+    return fmt(v)
+
+
+def cyclictest_md(cy, rt_kver):
+    """The cyclictest section: per state, the percentiles of the runs'
+    histograms added up, then each run's."""
+    if cy.get('error'):
+        return ['', f'cyclictest: error: {cy["error"][:300]}']
+    if not cy.get('runs') or 'pct_us' not in cy.get('A', {}):
+        return []
+    name = {'A': 'without the module', 'B': 'with the module'}
+
+    def row(label, r):
+        p = r['pct_us']
+        return (f'| {label} | {r["samples"]} | {r["overflows"]} | '
+                + ' | '.join(pct_txt(p[k]) for k in ('50', '99', '99.9'))
+                + f' | {fmt(r["max_us"])} |')
+
+    L = ['', f'## cyclictest on {rt_kver or "6.1-rt"} (µs; load: '
+         f'{cy.get("load")}; reported, not asserted)', '',
+         f'Percentiles of the runs\' histograms added up (1 µs buckets), '
+         f'every run counted: a latency of {cy["hist_us"]} µs or more is an '
+         f'overflow, so a percentile that falls among the overflows is '
+         f'shown as a lower bound (≥). Max: cyclictest\'s own, exact.', '',
+         '| | samples | overflows | p50 | p99 | p99.9 | max |',
+         '|---|---|---|---|---|---|---|']
+    L += [row(f'{name[s]}, {cy[s]["runs"]} runs pooled', cy[s])
+          for s in ('A', 'B')]
+    L += [row(f'run {i + 1} ({r["state"]})', r)
+          for i, r in enumerate(cy['runs'])]
+    return L
 
 
 # ------------------------------------------------------------------- main

@@ -32,6 +32,7 @@ import statistics
 import subprocess
 import sys
 import time
+from fractions import Fraction
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / 'tests/vm/guest'))
@@ -757,66 +758,110 @@ def sampler_measure(a, n, base_records, load, t0):
 
 # --------------------------------------------------------------- cyclictest
 
-def histogram_p99(path):
-    counts, over = {}, 0
+PERCENTILES = ('50', '99', '99.9')
+
+
+def read_histogram(path):
+    """One cyclictest --histfile (rt-tests 2.x): `# Histogram`, then one
+    line per 1 µs bucket, `NNNNNN count count ...` (one column per thread,
+    no -H sum column), then `# Min/Avg/Max Latencies:` and `# Histogram
+    Overflows:` (one field per thread) and `# Thread N:` lines with the
+    overflows' cycle numbers. Returns {'counts': {µs: samples, threads
+    summed}, 'overflows': [per thread], 'max_us': [per thread]}."""
+    out = {'counts': {}, 'overflows': [], 'max_us': []}
+    keys = {'# Histogram Overflows:': 'overflows',
+            '# Max Latencies:': 'max_us'}
     for line in Path(path).read_text().splitlines():
-        if line.startswith('#'):
-            m = re.match(r'# Histogram Overflows:\s*(.*)', line)
-            if m:
-                over = sum(int(x) for x in m.group(1).split())
-            continue
+        for head, key in keys.items():
+            if line.startswith(head):
+                out[key] = [int(x) for x in line[len(head):].split()]
         f = line.split()
-        if len(f) >= 2 and f[0].isdigit():
-            counts[int(f[0])] = sum(int(x) for x in f[1:])
-    total = sum(counts.values()) + over
-    acc = 0
-    for us in sorted(counts):
-        acc += counts[us]
-        if acc >= 0.99 * total:
-            return us, total, over
-    return None, total, over          # p99 beyond the histogram
+        if line.startswith('#') or len(f) < 2 or not f[0].isdigit():
+            continue
+        out['counts'][int(f[0])] = (out['counts'].get(int(f[0]), 0)
+                                    + sum(int(x) for x in f[1:]))
+    return out
+
+
+def hist_percentiles(counts, overflows, hist_us, ps=PERCENTILES):
+    """Nearest-rank percentiles of a 1 µs histogram: for each p (a decimal
+    string), the smallest bucket with at least ceil(p % of all samples)
+    samples at or below it, overflows included in the total. cyclictest
+    puts a latency of hist_us µs or more in the overflow, so a percentile
+    whose rank falls there is a lower bound: {'above': hist_us}, meaning
+    >= hist_us µs. None without samples."""
+    total = sum(counts.values()) + overflows
+    out = {}
+    for p in ps:
+        if not total:
+            out[p] = None
+            continue
+        rank = math.ceil(Fraction(p) / 100 * total)
+        acc, out[p] = 0, {'above': hist_us}
+        for us in sorted(counts):
+            acc += counts[us]
+            if acc >= rank:
+                out[p] = us
+                break
+    return out
+
+
+def pool_runs(runs, hist_us):
+    """The runs' histograms added up: samples, overflows, the percentiles
+    of the pooled counts and the largest max."""
+    counts = {}
+    for r in runs:
+        for us, n in r['hist']:
+            counts[us] = counts.get(us, 0) + n
+    over = sum(r['overflows'] for r in runs)
+    maxes = [r['max_us'] for r in runs if r['max_us'] is not None]
+    return {'runs': len(runs), 'samples': sum(counts.values()) + over,
+            'overflows': over, 'max_us': max(maxes) if maxes else None,
+            'pct_us': hist_percentiles(counts, over, hist_us)}
 
 
 def cmd_cyclictest(a):
-    out = {'runs': [], 'load': f'hackbench -g {a.hb_groups} -l {a.hb_loops} '
-           'in a loop'}
+    out = {'runs': [], 'hist_us': a.hist_us,
+           'load': f'hackbench -g {a.hb_groups} -l {a.hb_loops} in a loop'}
     order = []
     for i in range(a.pairs):
         order += ['A', 'B'] if i % 2 == 0 else ['B', 'A']
     for s in order:
-        if s == 'B':
-            insmod(a.ko)
-        load = subprocess.Popen(
-            ['sh', '-c', f'while :; do hackbench -g {a.hb_groups} -l '
-             f'{a.hb_loops} >/dev/null 2>&1; done'],
-            start_new_session=True)
-        hist = '/tmp/cyclic.hist'
-        try:
-            p = run(['cyclictest', '-m', '-S', '-p', '95', '-i', '1000',
-                     '-D', f'{a.seconds}s', '-q', '-h', str(a.hist_us),
-                     f'--histfile={hist}'], timeout=a.seconds * 4 + 60)
-        finally:
-            os.killpg(load.pid, signal.SIGKILL)
-            load.wait()
-            if s == 'B':
-                rmmod()
-        maxes = [int(x) for x in re.findall(r'Max:\s*(\d+)', p.stdout)]
-        if not maxes:
-            text = Path(hist).read_text()
-            m = re.search(r'# Max Latencies:\s*(.*)', text)
-            maxes = [int(x) for x in m.group(1).split()] if m else []
-        p99, total, over = histogram_p99(hist)
-        run_ = {'state': s, 'max_us': max(maxes) if maxes else None,
-                'p99_us': p99, 'samples': total, 'overflows': over}
-        out['runs'].append(run_)
-        log(f'cyclictest: {run_}')
+        out['runs'].append(cyclictest_run(a, s))
     for s in ('A', 'B'):
-        rs = [r for r in out['runs'] if r['state'] == s]
-        out[s] = {'max_us': spread([r['max_us'] for r in rs
-                                    if r['max_us'] is not None]),
-                  'p99_us': spread([r['p99_us'] for r in rs
-                                    if r['p99_us'] is not None])}
+        out[s] = pool_runs([r for r in out['runs'] if r['state'] == s],
+                           a.hist_us)
+        log(f'cyclictest: {s} pooled: {out[s]}')
     result(out)
+
+
+def cyclictest_run(a, s):
+    """One cyclictest run under the hackbench loop, the module loaded if s
+    is 'B': its percentiles, overflows and histogram ([µs, samples])."""
+    if s == 'B':
+        insmod(a.ko)
+    load = subprocess.Popen(
+        ['sh', '-c', f'while :; do hackbench -g {a.hb_groups} -l '
+         f'{a.hb_loops} >/dev/null 2>&1; done'], start_new_session=True)
+    hist = '/tmp/cyclic.hist'
+    try:
+        run(['cyclictest', '-m', '-S', '-p', '95', '-i', '1000', '-D',
+             f'{a.seconds}s', '-q', '-h', str(a.hist_us),
+             f'--histfile={hist}'], timeout=a.seconds * 4 + 60)
+    finally:
+        os.killpg(load.pid, signal.SIGKILL)
+        load.wait()
+        if s == 'B':
+            rmmod()
+    h = read_histogram(hist)
+    over = sum(h['overflows'])
+    r = {'state': s, 'max_us': max(h['max_us']) if h['max_us'] else None,
+         'samples': sum(h['counts'].values()) + over, 'overflows': over,
+         'overflows_per_thread': h['overflows'],
+         'pct_us': hist_percentiles(h['counts'], over, a.hist_us)}
+    log(f'cyclictest: {r}')
+    r['hist'] = sorted(h['counts'].items())
+    return r
 
 
 # --------------------------------------------------------------------- main
