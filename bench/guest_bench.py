@@ -19,6 +19,10 @@ Each subcommand measures one thing and ends with one line
   sampler     sampler cost per interval and memory with N cgroups, idle and
               active (cgload: one thread per cgroup), timed with ftrace
   cyclictest  latency with and without the module under a hackbench load
+  poller      the /proc poller peer (bench/procpoll, what Kepler 0.10+
+              does every 5 s): its CPU per poll with many sleeping
+              processes (bench/procload) beside the module's sampler, and
+              the short tasks it misses
 """
 import argparse
 import errno
@@ -864,6 +868,170 @@ def cyclictest_run(a, s):
     return r
 
 
+# ------------------------------------------------------------------- poller
+
+POLL_CG = CG / 'pollload'
+BURST_CG = CG / 'pollburst'
+TICK_S = 1 / os.sysconf('SC_CLK_TCK')
+
+
+class Poller:
+    """bench/procpoll, the /proc poller peer (Kepler 0.10+), on AUX_CPU."""
+
+    FIELDS = ('seq', 'procs', 'new', 'cgroups', 'cpu_ns', 't0_ns', 't1_ns',
+              'sum_ticks', 'watch_ticks')
+
+    def __init__(self, binary, interval_ms, watch=None):
+        argv = ['taskset', '-c', str(AUX_CPU), str(binary),
+                '-i', str(interval_ms)]
+        self.proc = subprocess.Popen(argv + (['-w', watch] if watch else []),
+                                     stdout=subprocess.PIPE, text=True)
+
+    def poll(self):
+        """The next poll's line, parsed (blocks until it is done)."""
+        line = self.proc.stdout.readline()
+        f = line.split()
+        if not f or f[0] != 'poll':
+            raise RuntimeError(f'procpoll: {line!r} (rc {self.proc.poll()})')
+        return dict(zip(self.FIELDS, map(int, f[1:])))
+
+    def ticks(self):
+        """utime + stime of the poller, read by us from /proc/<pid>/stat."""
+        f = Path(f'/proc/{self.proc.pid}/stat').read_text()
+        f = f[f.rindex(')') + 2:].split()
+        return int(f[11]) + int(f[12])
+
+    def stop(self):
+        self.proc.kill()
+        self.proc.wait()
+
+
+def remove_cgroups(dirs, timeout=60):
+    """rmdir each of dirs, waiting while killed tasks still leave them."""
+    t0 = time.monotonic()
+    for d in dirs:
+        while True:
+            try:
+                d.rmdir()
+                break
+            except OSError as e:
+                if e.errno != errno.EBUSY or time.monotonic() - t0 > timeout:
+                    raise
+                time.sleep(0.1)
+
+
+def cpu_usage_us(cg):
+    return int(re.search(r'usage_usec (\d+)',
+                         (cg / 'cpu.stat').read_text()).group(1))
+
+
+def sampler_cost(a):
+    """cgroup_energy's sampler in the state as it is: µs per sample from
+    ftrace (function_graph on cge_sample_fn), over a.module_s seconds."""
+    insmod(a.ko)
+    try:
+        mount_fs()
+        wait_samples(2)
+        Ftrace.start()
+        t0 = time.monotonic()
+        time.sleep(a.module_s)
+        got = Ftrace.take()
+        dt = time.monotonic() - t0
+    finally:
+        Ftrace.stop()
+        rmmod()
+    us = [x['total'] for x in got]
+    return {'samples': len(us), 'us_per_sample': spread(us),
+            'us_per_s': sum(us) / dt, 'seconds': round(dt, 2)}
+
+
+def poller_count(a, nproc, ncg):
+    """The poller's CPU per poll with nproc sleeping processes in ncg
+    cgroups (procload), and the module's sampler in the same state."""
+    t0 = time.monotonic()
+    load = subprocess.Popen([a.procload, str(POLL_CG), str(ncg), str(nproc)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            text=True)
+    try:
+        line = load.stdout.readline()
+        if not line.startswith('ready'):
+            raise RuntimeError(f'procload {nproc}: {line!r}')
+        row = {'procs': nproc, 'cgroups': ncg,
+               'setup_s': round(int(line.split()[1]) / 1e9, 1)}
+        p = Poller(a.procpoll, a.interval_ms)
+        try:
+            polls = [p.poll()]
+            k0 = p.ticks()
+            polls += [p.poll() for _ in range(a.polls - 1)]
+            k1 = p.ticks()
+        finally:
+            p.stop()
+        row['module'] = sampler_cost(a)
+    finally:
+        load.stdin.write('quit\n')
+        load.stdin.flush()
+        load.wait(120)
+    remove_cgroups([*sorted(POLL_CG.glob('c[0-9]*')), POLL_CG])
+    warm = polls[1:]
+    row.update(
+        seen_procs=polls[-1]['procs'], seen_cgroups=polls[-1]['cgroups'],
+        first_poll_ms=polls[0]['cpu_ns'] / 1e6,
+        first_poll_new=polls[0]['new'],
+        poll_ms=spread([x['cpu_ns'] / 1e6 for x in warm]),
+        poll_wall_ms=spread([(x['t1_ns'] - x['t0_ns']) / 1e6 for x in warm]),
+        per_s_ms=spread([x['cpu_ns'] / 1e6 / (a.interval_ms / 1000)
+                         for x in warm]),
+        stat_ms_per_poll=(k1 - k0) * TICK_S * 1000 / len(warm),
+        seconds=round(time.monotonic() - t0, 1))
+    log(f'poller: {nproc} processes in {ncg} cgroups: {row}')
+    return row
+
+
+def poller_blind(a):
+    """Short tasks between two polls: a.burst processes, each busy for
+    a.burst_ms ms, all started after one poll and gone before the next, in
+    BURST_CG. What the poller charges to that cgroup in the next poll
+    against the kernel's cpu.stat usage_usec of it."""
+    BURST_CG.mkdir(exist_ok=True)
+    p = Poller(a.procpoll, a.interval_ms, watch=f'/{BURST_CG.name}')
+    try:
+        p.poll()
+        for attempt in range(3):
+            before = p.poll()
+            u0, b0 = cpu_usage_us(BURST_CG), time.monotonic_ns()
+            run(['taskset', '-c', str(BENCH_CPU), a.procload, '-b',
+                 str(BURST_CG), str(a.burst), str(a.burst_ms)])
+            b1, u1 = time.monotonic_ns(), cpu_usage_us(BURST_CG)
+            after = p.poll()
+            inside = before['t1_ns'] < b0 and b1 < after['t0_ns']
+            if inside:
+                break
+    finally:
+        p.stop()
+    remove_cgroups([BURST_CG])
+    out = {'tasks': a.burst, 'task_ms': a.burst_ms, 'attempts': attempt + 1,
+           'between_polls': inside, 'burst_s': round((b1 - b0) / 1e9, 2),
+           'cpu_stat_ms': (u1 - u0) / 1000,
+           'poller_ms': after['watch_ticks'] * TICK_S * 1000,
+           'poller_all_ms': after['sum_ticks'] * TICK_S * 1000}
+    log(f'poller: short tasks: {out}')
+    return out
+
+
+def cmd_poller(a):
+    pin_self()
+    out = {'interval_ms': a.interval_ms, 'polls': a.polls, 'counts': []}
+    for nproc, ncg in zip(a.procs, a.cgroups):
+        try:
+            out['counts'].append(poller_count(a, nproc, ncg))
+        except Exception as e:      # noqa: BLE001 - the other counts go on
+            out['counts'].append({'procs': nproc, 'cgroups': ncg,
+                                  'error': str(e)})
+            log(f'poller: {nproc}: {e}')
+    out['short_tasks'] = poller_blind(a)
+    result(out)
+
+
 # --------------------------------------------------------------------- main
 
 def cmd_tools(a):
@@ -937,12 +1105,32 @@ def main(argv=None):
     p.add_argument('--hist-us', type=int, default=20000)
     p.add_argument('--hb-groups', type=int, default=2)
     p.add_argument('--hb-loops', type=int, default=200)
+    p = sub.add_parser('poller')
+    p.add_argument('--ko', required=True)
+    p.add_argument('--procpoll', required=True)
+    p.add_argument('--procload', required=True)
+    p.add_argument('--procs', type=lambda s: [int(x) for x in s.split(',')],
+                   default=[100, 10000])
+    p.add_argument('--cgroups', type=lambda s: [int(x) for x in s.split(',')],
+                   default=[10, 1000])
+    p.add_argument('--interval-ms', type=int, default=5000,
+                   help="the poller's interval (Kepler's default: 5 s)")
+    p.add_argument('--polls', type=int, default=5,
+                   help='polls per count, the first (all processes new) '
+                   'reported apart')
+    p.add_argument('--module-s', type=float, default=3.0,
+                   help='seconds of sampler tracing per count')
+    p.add_argument('--burst', type=int, default=60,
+                   help='short tasks between two polls')
+    p.add_argument('--burst-ms', type=int, default=50,
+                   help='CPU time of each short task')
     sub.add_parser('tools')
 
     a = ap.parse_args(argv)
     {'throughput': cmd_throughput, 'selftime': cmd_selftime,
      'ebpfcost': cmd_ebpfcost, 'sampler': cmd_sampler,
-     'cyclictest': cmd_cyclictest, 'tools': cmd_tools}[a.cmd](a)
+     'cyclictest': cmd_cyclictest, 'poller': cmd_poller,
+     'tools': cmd_tools}[a.cmd](a)
 
 
 if __name__ == '__main__':
