@@ -611,8 +611,9 @@ def poller_md(po):
          '(µs per sample, median, and µs of sampler per second). '
          'The processes sleep: they cost the module\'s probe nothing.', '',
          '| processes / cgroups | poller: first poll | poller: CPU per poll '
-         '| per poll, /proc/<pid>/stat | poller: CPU per second | sampler: '
-         'µs per sample | sampler: CPU per second |', '|' + '---|' * 7]
+         '| mean per poll, /proc/<pid>/stat | poller: CPU per second | '
+         'sampler: µs per sample | sampler: CPU per second |',
+         '|' + '---|' * 7]
     for r in po['counts']:
         if r.get('error'):
             L.append(f'| {r["procs"]} / {r["cgroups"]} | error: '
@@ -631,11 +632,11 @@ def poller_md(po):
     if b:
         L += ['', f'Short tasks: {b["tasks"]} processes, each busy '
               f'{b["task_ms"]} ms of CPU, one after the other in one cgroup, '
-              f'all started after one poll and gone before the next '
-              f'({"yes" if b["between_polls"] else "NO"}; {b["burst_s"]} s): '
-              f'the kernel\'s cpu.stat usage_usec of the cgroup grew by '
+              f'started after one poll; all gone before the next: '
+              f'{"yes" if b["between_polls"] else "NO"} (in {b["burst_s"]} '
+              f's). The kernel\'s cpu.stat usage_usec of the cgroup grew by '
               f'{b["cpu_stat_ms"]:.0f} ms; the poller charged it '
-              f'{b["poller_ms"]:.0f} ms (all cgroups in that poll: '
+              f'{b["poller_ms"]:.0f} ms in the next poll (all cgroups: '
               f'{b["poller_all_ms"]:.0f} ms).']
     return L
 

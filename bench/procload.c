@@ -128,7 +128,7 @@ static int burst(const char *dir, long n, long ms)
 			_exit(0);
 		}
 		if (waitpid(pid, &status, 0) < 0 || status) {
-			fprintf(stderr, "procload: burst child %ld failed\n", i);
+			fprintf(stderr, "procload: short task %ld failed\n", i);
 			return 1;
 		}
 	}
