@@ -968,8 +968,9 @@ def poller_count(a, nproc, ncg):
             p.stop()
         row['module'] = sampler_cost(a)
     finally:
-        load.stdin.write('quit\n')
-        load.stdin.flush()
+        if load.poll() is None:
+            load.stdin.write('quit\n')
+            load.stdin.flush()
         load.wait(120)
     remove_cgroups([*sorted(POLL_CG.glob('c[0-9]*')), POLL_CG])
     warm = polls[1:]
