@@ -6,8 +6,10 @@ Boots Debian's 6.1 kernel once and runs, in that boot (bench/guest_bench.py):
 context-switch throughput without a probe (A), with cgroup_energy (B) and
 with an eBPF peer (C, bench/ebpf_peer.bt under bpftrace) in alternation;
 the self-timing build's nanoseconds per switch; the eBPF peer's own cost per
-call; sampler cost and memory with 10, 1,000 and 10,000 cgroups. Then boots
-6.1-rt for cyclictest with and without the module. Writes
+call; sampler cost and memory with 10, 1,000 and 10,000 cgroups; the /proc
+poller peer's CPU (bench/procpoll, what Kepler 0.10+ does every 5 s) with
+100 and 10,000 processes beside the sampler's, and the short tasks it
+misses. Then boots 6.1-rt for cyclictest with and without the module. Writes
 bench/results/latest.json and latest.md and prints the table.
 
 Timing in a TCG guest varies by about 15 % from run to run (docs/overhead.md,
@@ -48,7 +50,7 @@ FLAVOUR = '6.1'
 RT_FLAVOUR = '6.1-rt'
 PY = '/usr/bin/python3'
 SECTIONS = ('tools', 'throughput', 'selftime', 'ebpfcost', 'sampler',
-            'cyclictest')
+            'poller', 'cyclictest')
 
 # Targets (the issue): B/A >= 0.97; <= 256 B per cgroup, <= 4 KiB per CPU;
 # <= 50 ns per switch on bare metal (a TCG figure is not comparable).
@@ -173,6 +175,21 @@ def build_cgload():
         subprocess.run(['gcc', '-O2', '-Wall', '-Wextra', '-Werror',
                         '-pthread', '-o', str(out), str(src)], check=True)
     return out
+
+
+def build_poller():
+    """bench/procpoll (the /proc poller peer) and bench/procload (its
+    processes), built on the host like cgload: (procpoll, procload)."""
+    out = []
+    for name in ('procpoll', 'procload'):
+        src = BENCH / f'{name}.c'
+        exe = REPO / '.build' / 'bench' / name
+        if not exe.exists() or exe.stat().st_mtime < src.stat().st_mtime:
+            exe.parent.mkdir(parents=True, exist_ok=True)
+            subprocess.run(['gcc', '-O2', '-Wall', '-Wextra', '-Werror',
+                            '-o', str(exe), str(src)], check=True)
+        out.append(exe)
+    return tuple(out)
 
 
 def build_clockcal(flavour=FLAVOUR):
@@ -385,6 +402,22 @@ def summarize(raw, static):
     s['fixed_bytes'] = {k: v for k, v in static['symbols'].items()
                         if k in ('cge_hash', 'cge_cs', 'cge_gone_ring')}
     s['module_bytes'] = sm.get('module_bytes')
+    s['poller'] = [{'procs': r['procs'], 'cgroups': r['cgroups'],
+                    'poll_ms': r3(r['poll_ms']['median'], 1),
+                    'poller_ms_per_s': r3(r['per_s_ms']['median'], 2),
+                    'sampler_ms_per_s': r3(r['module']['us_per_s'] / 1000,
+                                           2)}
+                   for r in raw.get('poller', {}).get('counts', [])
+                   if not r.get('error')]
+    s['poller_short_tasks'] = raw.get('poller', {}).get('short_tasks')
+    cy = raw.get('cyclictest', {})
+    s['cyclictest_us'] = {st: {'samples': cy[st]['samples'],
+                               'overflows': cy[st]['overflows'],
+                               'max': cy[st]['max_us'],
+                               **{f'p{k}': v for k, v in
+                                  cy[st]['pct_us'].items()}}
+                          for st in ('A', 'B')
+                          if 'pct_us' in cy.get(st, {})}
     return s
 
 
@@ -547,17 +580,8 @@ def markdown(d):
                  f'{r.get("cache_overflows", "n/a")} |')
     if raw.get('sampler', {}).get('error'):
         L.append(f'\nsampler: error: {raw["sampler"]["error"][:300]}')
-    cy = raw.get('cyclictest', {})
-    if cy.get('runs'):
-        L += ['', f'## cyclictest on {d.get("rt_kver") or "6.1-rt"} '
-              f'(µs; load: {cy.get("load")}; reported, not asserted)', '',
-              '| | max | p99 |', '|---|---|---|',
-              f'| without the module | {spread_txt(cy["A"]["max_us"], 0)} | '
-              f'{spread_txt(cy["A"]["p99_us"], 0)} |',
-              f'| with the module | {spread_txt(cy["B"]["max_us"], 0)} | '
-              f'{spread_txt(cy["B"]["p99_us"], 0)} |']
-    elif cy.get('error'):
-        L += ['', f'cyclictest: error: {cy["error"][:300]}']
+    L += poller_md(raw.get('poller', {}))
+    L += cyclictest_md(raw.get('cyclictest', {}), d.get('rt_kver'))
     L += ['', '## Targets', '']
     for k, t in d['targets'].items():
         met = {True: 'met', False: 'MISSED', None: 'not judged'}[t['met']]
@@ -565,6 +589,94 @@ def markdown(d):
                  + (f' — {t["note"]}' if t.get('note') else ''))
     L += ['', f'Run time: {d["seconds"]} s.', '']
     return '\n'.join(L)
+
+
+def poller_md(po):
+    """The /proc poller section: its CPU per poll and per second beside the
+    module's sampler, and the short tasks between two polls."""
+    if po.get('error'):
+        return ['', f'poller: error: {po["error"][:300]}']
+    if not po.get('counts'):
+        return []
+    iv = po['interval_ms'] / 1000
+    L = ['', f'## The /proc poller peer (Kepler 0.10+), every {iv:g} s', '',
+         '`bench/procpoll`: each poll lists /proc and reads every '
+         'process\'s stat (utime + stime), comm and exe link when it ran, '
+         'cgroup and cmdline when first seen, and sums the time per cgroup '
+         '(docs/overhead.md). CPU: the poller\'s thread CPU clock per poll '
+         f'(median, min–max over {po["polls"] - 1} polls after the first; '
+         'the first reads every process as new); /proc/<pid>/stat: its '
+         'utime + stime over those polls, read by the driver. Sampler: '
+         'cgroup_energy\'s, every 100 ms, in the same state, from ftrace '
+         '(µs per sample, median, and µs of sampler per second). '
+         'The processes sleep: they cost the module\'s probe nothing.', '',
+         '| processes / cgroups | poller: first poll | poller: CPU per poll '
+         '| mean per poll, /proc/<pid>/stat | poller: CPU per second | '
+         'sampler: µs per sample | sampler: CPU per second |',
+         '|' + '---|' * 7]
+    for r in po['counts']:
+        if r.get('error'):
+            L.append(f'| {r["procs"]} / {r["cgroups"]} | error: '
+                     f'{r["error"][:200]} |' + ' |' * 5)
+            continue
+        m = r['module']
+        L.append(f'| {r["seen_procs"]} / {r["seen_cgroups"]} '
+                 f'({r["procs"]} / {r["cgroups"]} of procload) | '
+                 f'{r["first_poll_ms"]:.1f} ms | '
+                 f'{spread_txt(r["poll_ms"], 1)} ms | '
+                 f'{r["stat_ms_per_poll"]:.0f} ms | '
+                 f'{r["per_s_ms"]["median"]:.2f} ms/s | '
+                 f'{spread_txt(m["us_per_sample"], 0)} | '
+                 f'{m["us_per_s"] / 1000:.2f} ms/s |')
+    b = po.get('short_tasks') or {}
+    if b:
+        L += ['', f'Short tasks: {b["tasks"]} processes, each busy '
+              f'{b["task_ms"]} ms of CPU, one after the other in one cgroup, '
+              f'started after one poll; all gone before the next: '
+              f'{"yes" if b["between_polls"] else "NO"} (in {b["burst_s"]} '
+              f's). The kernel\'s cpu.stat usage_usec of the cgroup grew by '
+              f'{b["cpu_stat_ms"]:.0f} ms; the poller charged it '
+              f'{b["poller_ms"]:.0f} ms in the next poll (all cgroups: '
+              f'{b["poller_all_ms"]:.0f} ms).']
+    return L
+
+
+def pct_txt(v):
+    """A percentile from guest_bench.hist_percentiles(): µs, or a lower
+    bound when it falls in the histogram's overflow."""
+    if isinstance(v, dict):
+        return f'≥ {v["above"]}'
+    return fmt(v)
+
+
+def cyclictest_md(cy, rt_kver):
+    """The cyclictest section: per state, the percentiles of the runs'
+    histograms added up, then each run's."""
+    if cy.get('error'):
+        return ['', f'cyclictest: error: {cy["error"][:300]}']
+    if not cy.get('runs') or 'pct_us' not in cy.get('A', {}):
+        return []
+    name = {'A': 'without the module', 'B': 'with the module'}
+
+    def row(label, r):
+        p = r['pct_us']
+        return (f'| {label} | {r["samples"]} | {r["overflows"]} | '
+                + ' | '.join(pct_txt(p[k]) for k in ('50', '99', '99.9'))
+                + f' | {fmt(r["max_us"])} |')
+
+    L = ['', f'## cyclictest on {rt_kver or "6.1-rt"} (µs; load: '
+         f'{cy.get("load")}; reported, not asserted)', '',
+         f'Percentiles of the runs\' histograms added up (1 µs buckets), '
+         f'every run counted: a latency of {cy["hist_us"]} µs or more is an '
+         f'overflow, so a percentile that falls among the overflows is '
+         f'shown as a lower bound (≥). Max: cyclictest\'s own, exact.', '',
+         '| | samples | overflows | p50 | p99 | p99.9 | max |',
+         '|---|---|---|---|---|---|---|']
+    L += [row(f'{name[s]}, {cy[s]["runs"]} runs pooled', cy[s])
+          for s in ('A', 'B')]
+    L += [row(f'run {i + 1} ({r["state"]})', r)
+          for i, r in enumerate(cy['runs'])]
+    return L
 
 
 # ------------------------------------------------------------------- main
@@ -670,6 +782,10 @@ def main(argv=None):
     if 'sampler' in only:
         cmds['sampler'] = guest('sampler', ko=selfko, cgload=cgload,
                                 counts=a.counts)
+    if 'poller' in only:
+        procpoll, procload = build_poller()
+        cmds['poller'] = guest('poller', ko=ko, procpoll=procpoll,
+                               procload=procload)
     if a.local and 'cyclictest' in only:
         cmds['cyclictest'] = guest('cyclictest', ko=ko)
     raw = {}

@@ -19,6 +19,10 @@ Each subcommand measures one thing and ends with one line
   sampler     sampler cost per interval and memory with N cgroups, idle and
               active (cgload: one thread per cgroup), timed with ftrace
   cyclictest  latency with and without the module under a hackbench load
+  poller      the /proc poller peer (bench/procpoll, what Kepler 0.10+
+              does every 5 s): its CPU per poll with many sleeping
+              processes (bench/procload) beside the module's sampler, and
+              the short tasks it misses
 """
 import argparse
 import errno
@@ -32,6 +36,7 @@ import statistics
 import subprocess
 import sys
 import time
+from fractions import Fraction
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / 'tests/vm/guest'))
@@ -757,65 +762,280 @@ def sampler_measure(a, n, base_records, load, t0):
 
 # --------------------------------------------------------------- cyclictest
 
-def histogram_p99(path):
-    counts, over = {}, 0
+PERCENTILES = ('50', '99', '99.9')
+
+
+def read_histogram(path):
+    """One cyclictest --histfile (rt-tests 2.x): `# Histogram`, then one
+    line per 1 µs bucket, `NNNNNN count count ...` (one column per thread,
+    no -H sum column), then `# Min/Avg/Max Latencies:` and `# Histogram
+    Overflows:` (one field per thread) and `# Thread N:` lines with the
+    overflows' cycle numbers. Returns {'counts': {µs: samples, threads
+    summed}, 'overflows': [per thread], 'max_us': [per thread]}."""
+    out = {'counts': {}, 'overflows': [], 'max_us': []}
+    keys = {'# Histogram Overflows:': 'overflows',
+            '# Max Latencies:': 'max_us'}
     for line in Path(path).read_text().splitlines():
-        if line.startswith('#'):
-            m = re.match(r'# Histogram Overflows:\s*(.*)', line)
-            if m:
-                over = sum(int(x) for x in m.group(1).split())
-            continue
+        for head, key in keys.items():
+            if line.startswith(head):
+                out[key] = [int(x) for x in line[len(head):].split()]
         f = line.split()
-        if len(f) >= 2 and f[0].isdigit():
-            counts[int(f[0])] = sum(int(x) for x in f[1:])
-    total = sum(counts.values()) + over
-    acc = 0
-    for us in sorted(counts):
-        acc += counts[us]
-        if acc >= 0.99 * total:
-            return us, total, over
-    return None, total, over          # p99 beyond the histogram
+        if line.startswith('#') or len(f) < 2 or not f[0].isdigit():
+            continue
+        out['counts'][int(f[0])] = (out['counts'].get(int(f[0]), 0)
+                                    + sum(int(x) for x in f[1:]))
+    return out
+
+
+def hist_percentiles(counts, overflows, hist_us, ps=PERCENTILES):
+    """Nearest-rank percentiles of a 1 µs histogram: for each p (a decimal
+    string), the smallest bucket with at least ceil(p % of all samples)
+    samples at or below it, overflows included in the total. cyclictest
+    puts a latency of hist_us µs or more in the overflow, so a percentile
+    whose rank falls there is a lower bound: {'above': hist_us}, meaning
+    >= hist_us µs. None without samples."""
+    total = sum(counts.values()) + overflows
+    out = {}
+    for p in ps:
+        if not total:
+            out[p] = None
+            continue
+        rank = math.ceil(Fraction(p) / 100 * total)
+        acc, out[p] = 0, {'above': hist_us}
+        for us in sorted(counts):
+            acc += counts[us]
+            if acc >= rank:
+                out[p] = us
+                break
+    return out
+
+
+def pool_runs(runs, hist_us):
+    """The runs' histograms added up: samples, overflows, the percentiles
+    of the pooled counts and the largest max."""
+    counts = {}
+    for r in runs:
+        for us, n in r['hist']:
+            counts[us] = counts.get(us, 0) + n
+    over = sum(r['overflows'] for r in runs)
+    maxes = [r['max_us'] for r in runs if r['max_us'] is not None]
+    return {'runs': len(runs), 'samples': sum(counts.values()) + over,
+            'overflows': over, 'max_us': max(maxes) if maxes else None,
+            'pct_us': hist_percentiles(counts, over, hist_us)}
 
 
 def cmd_cyclictest(a):
-    out = {'runs': [], 'load': f'hackbench -g {a.hb_groups} -l {a.hb_loops} '
-           'in a loop'}
+    out = {'runs': [], 'hist_us': a.hist_us,
+           'load': f'hackbench -g {a.hb_groups} -l {a.hb_loops} in a loop'}
     order = []
     for i in range(a.pairs):
         order += ['A', 'B'] if i % 2 == 0 else ['B', 'A']
     for s in order:
-        if s == 'B':
-            insmod(a.ko)
-        load = subprocess.Popen(
-            ['sh', '-c', f'while :; do hackbench -g {a.hb_groups} -l '
-             f'{a.hb_loops} >/dev/null 2>&1; done'],
-            start_new_session=True)
-        hist = '/tmp/cyclic.hist'
-        try:
-            p = run(['cyclictest', '-m', '-S', '-p', '95', '-i', '1000',
-                     '-D', f'{a.seconds}s', '-q', '-h', str(a.hist_us),
-                     f'--histfile={hist}'], timeout=a.seconds * 4 + 60)
-        finally:
-            os.killpg(load.pid, signal.SIGKILL)
-            load.wait()
-            if s == 'B':
-                rmmod()
-        maxes = [int(x) for x in re.findall(r'Max:\s*(\d+)', p.stdout)]
-        if not maxes:
-            text = Path(hist).read_text()
-            m = re.search(r'# Max Latencies:\s*(.*)', text)
-            maxes = [int(x) for x in m.group(1).split()] if m else []
-        p99, total, over = histogram_p99(hist)
-        run_ = {'state': s, 'max_us': max(maxes) if maxes else None,
-                'p99_us': p99, 'samples': total, 'overflows': over}
-        out['runs'].append(run_)
-        log(f'cyclictest: {run_}')
+        out['runs'].append(cyclictest_run(a, s))
     for s in ('A', 'B'):
-        rs = [r for r in out['runs'] if r['state'] == s]
-        out[s] = {'max_us': spread([r['max_us'] for r in rs
-                                    if r['max_us'] is not None]),
-                  'p99_us': spread([r['p99_us'] for r in rs
-                                    if r['p99_us'] is not None])}
+        out[s] = pool_runs([r for r in out['runs'] if r['state'] == s],
+                           a.hist_us)
+        log(f'cyclictest: {s} pooled: {out[s]}')
+    result(out)
+
+
+def cyclictest_run(a, s):
+    """One cyclictest run under the hackbench loop, the module loaded if s
+    is 'B': its percentiles, overflows and histogram ([µs, samples])."""
+    if s == 'B':
+        insmod(a.ko)
+    load = subprocess.Popen(
+        ['sh', '-c', f'while :; do hackbench -g {a.hb_groups} -l '
+         f'{a.hb_loops} >/dev/null 2>&1; done'], start_new_session=True)
+    hist = '/tmp/cyclic.hist'
+    try:
+        run(['cyclictest', '-m', '-S', '-p', '95', '-i', '1000', '-D',
+             f'{a.seconds}s', '-q', '-h', str(a.hist_us),
+             f'--histfile={hist}'], timeout=a.seconds * 4 + 60)
+    finally:
+        os.killpg(load.pid, signal.SIGKILL)
+        load.wait()
+        if s == 'B':
+            rmmod()
+    h = read_histogram(hist)
+    over = sum(h['overflows'])
+    r = {'state': s, 'max_us': max(h['max_us']) if h['max_us'] else None,
+         'samples': sum(h['counts'].values()) + over, 'overflows': over,
+         'overflows_per_thread': h['overflows'],
+         'pct_us': hist_percentiles(h['counts'], over, a.hist_us)}
+    log(f'cyclictest: {r}')
+    r['hist'] = sorted(h['counts'].items())
+    return r
+
+
+# ------------------------------------------------------------------- poller
+
+POLL_CG = CG / 'pollload'
+BURST_CG = CG / 'pollburst'
+TICK_S = 1 / os.sysconf('SC_CLK_TCK')
+
+
+class Poller:
+    """bench/procpoll, the /proc poller peer (Kepler 0.10+), on AUX_CPU."""
+
+    FIELDS = ('seq', 'procs', 'new', 'cgroups', 'cpu_ns', 't0_ns', 't1_ns',
+              'sum_ticks', 'watch_ticks')
+
+    def __init__(self, binary, interval_ms, watch=None):
+        argv = ['taskset', '-c', str(AUX_CPU), str(binary),
+                '-i', str(interval_ms)]
+        self.proc = subprocess.Popen(argv + (['-w', watch] if watch else []),
+                                     stdout=subprocess.PIPE, text=True)
+
+    def poll(self):
+        """The next poll's line, parsed (blocks until it is done)."""
+        line = self.proc.stdout.readline()
+        f = line.split()
+        if not f or f[0] != 'poll':
+            raise RuntimeError(f'procpoll: {line!r} (rc {self.proc.poll()})')
+        return dict(zip(self.FIELDS, map(int, f[1:])))
+
+    def ticks(self):
+        """utime + stime of the poller, read by us from /proc/<pid>/stat."""
+        f = Path(f'/proc/{self.proc.pid}/stat').read_text()
+        f = f[f.rindex(')') + 2:].split()
+        return int(f[11]) + int(f[12])
+
+    def stop(self):
+        self.proc.kill()
+        self.proc.wait()
+
+
+def remove_cgroups(dirs, timeout=60):
+    """rmdir each of dirs, waiting while killed tasks still leave them."""
+    t0 = time.monotonic()
+    for d in dirs:
+        while True:
+            try:
+                d.rmdir()
+                break
+            except OSError as e:
+                if e.errno != errno.EBUSY or time.monotonic() - t0 > timeout:
+                    raise
+                time.sleep(0.1)
+
+
+def cpu_usage_us(cg):
+    return int(re.search(r'usage_usec (\d+)',
+                         (cg / 'cpu.stat').read_text()).group(1))
+
+
+def sampler_cost(a):
+    """cgroup_energy's sampler in the state as it is: µs per sample from
+    ftrace (function_graph on cge_sample_fn), over a.module_s seconds."""
+    insmod(a.ko)
+    try:
+        mount_fs()
+        wait_samples(2)
+        Ftrace.start()
+        t0 = time.monotonic()
+        time.sleep(a.module_s)
+        got = Ftrace.take()
+        dt = time.monotonic() - t0
+    finally:
+        Ftrace.stop()
+        rmmod()
+    us = [x['total'] for x in got]
+    return {'samples': len(us), 'us_per_sample': spread(us),
+            'us_per_s': sum(us) / dt, 'seconds': round(dt, 2)}
+
+
+def poller_count(a, nproc, ncg):
+    """The poller's CPU per poll with nproc sleeping processes in ncg
+    cgroups (procload), and the module's sampler in the same state."""
+    t0 = time.monotonic()
+    load = subprocess.Popen([a.procload, str(POLL_CG), str(ncg), str(nproc)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            text=True)
+    try:
+        line = load.stdout.readline()
+        if not line.startswith('ready'):
+            raise RuntimeError(f'procload {nproc}: {line!r}')
+        row = {'procs': nproc, 'cgroups': ncg,
+               'setup_s': round(int(line.split()[1]) / 1e9, 1)}
+        p = Poller(a.procpoll, a.interval_ms)
+        try:
+            polls = [p.poll()]
+            k0 = p.ticks()
+            polls += [p.poll() for _ in range(a.polls - 1)]
+            k1 = p.ticks()
+        finally:
+            p.stop()
+        row['module'] = sampler_cost(a)
+    finally:
+        if load.poll() is None:
+            load.stdin.write('quit\n')
+            load.stdin.flush()
+        load.wait(120)
+    remove_cgroups([*sorted(POLL_CG.glob('c[0-9]*')), POLL_CG])
+    warm = polls[1:]
+    row.update(
+        seen_procs=polls[-1]['procs'], seen_cgroups=polls[-1]['cgroups'],
+        first_poll_ms=polls[0]['cpu_ns'] / 1e6,
+        first_poll_new=polls[0]['new'],
+        poll_ms=spread([x['cpu_ns'] / 1e6 for x in warm]),
+        poll_wall_ms=spread([(x['t1_ns'] - x['t0_ns']) / 1e6 for x in warm]),
+        per_s_ms=spread([x['cpu_ns'] / 1e6 / (a.interval_ms / 1000)
+                         for x in warm]),
+        stat_ms_per_poll=(k1 - k0) * TICK_S * 1000 / len(warm),
+        seconds=round(time.monotonic() - t0, 1))
+    log(f'poller: {nproc} processes in {ncg} cgroups: {row}')
+    return row
+
+
+def poller_blind(a):
+    """Short tasks between two polls: processes each busy for a.burst_ms ms
+    of CPU, a.burst_chunk at a time one after the other (procload -b), in
+    BURST_CG, started after one poll and, chunk by chunk while the last
+    chunk's time fits before the next poll is due, up to a.burst of them.
+    What the poller charges to that cgroup in the next poll against the
+    kernel's cpu.stat usage_usec of it."""
+    BURST_CG.mkdir(exist_ok=True)
+    p = Poller(a.procpoll, a.interval_ms, watch=f'/{BURST_CG.name}')
+    try:
+        p.poll()
+        before = p.poll()
+        due = before['t0_ns'] + (a.interval_ms - 500) * 1000000
+        u0, b0 = cpu_usage_us(BURST_CG), time.monotonic_ns()
+        tasks, chunk_ns = 0, 0
+        while (tasks < a.burst
+               and time.monotonic_ns() + 1.5 * chunk_ns < due):
+            c0 = time.monotonic_ns()
+            run(['taskset', '-c', str(BENCH_CPU), a.procload, '-b',
+                 str(BURST_CG), str(a.burst_chunk), str(a.burst_ms)])
+            chunk_ns = time.monotonic_ns() - c0
+            tasks += a.burst_chunk
+        b1, u1 = time.monotonic_ns(), cpu_usage_us(BURST_CG)
+        after = p.poll()
+    finally:
+        p.stop()
+    remove_cgroups([BURST_CG])
+    out = {'tasks': tasks, 'task_ms': a.burst_ms,
+           'between_polls': before['t1_ns'] < b0 and b1 < after['t0_ns'],
+           'burst_s': round((b1 - b0) / 1e9, 2),
+           'cpu_stat_ms': (u1 - u0) / 1000,
+           'poller_ms': after['watch_ticks'] * TICK_S * 1000,
+           'poller_all_ms': after['sum_ticks'] * TICK_S * 1000}
+    log(f'poller: short tasks: {out}')
+    return out
+
+
+def cmd_poller(a):
+    pin_self()
+    out = {'interval_ms': a.interval_ms, 'polls': a.polls, 'counts': []}
+    for nproc, ncg in zip(a.procs, a.cgroups):
+        try:
+            out['counts'].append(poller_count(a, nproc, ncg))
+        except Exception as e:      # noqa: BLE001 - the other counts go on
+            out['counts'].append({'procs': nproc, 'cgroups': ncg,
+                                  'error': str(e)})
+            log(f'poller: {nproc}: {e}')
+    out['short_tasks'] = poller_blind(a)
     result(out)
 
 
@@ -892,12 +1112,34 @@ def main(argv=None):
     p.add_argument('--hist-us', type=int, default=20000)
     p.add_argument('--hb-groups', type=int, default=2)
     p.add_argument('--hb-loops', type=int, default=200)
+    p = sub.add_parser('poller')
+    p.add_argument('--ko', required=True)
+    p.add_argument('--procpoll', required=True)
+    p.add_argument('--procload', required=True)
+    p.add_argument('--procs', type=lambda s: [int(x) for x in s.split(',')],
+                   default=[100, 10000])
+    p.add_argument('--cgroups', type=lambda s: [int(x) for x in s.split(',')],
+                   default=[10, 1000])
+    p.add_argument('--interval-ms', type=int, default=5000,
+                   help="the poller's interval (Kepler's default: 5 s)")
+    p.add_argument('--polls', type=int, default=5,
+                   help='polls per count, the first (all processes new) '
+                   'reported apart')
+    p.add_argument('--module-s', type=float, default=3.0,
+                   help='seconds of sampler tracing per count')
+    p.add_argument('--burst', type=int, default=200,
+                   help='short tasks between two polls, at most')
+    p.add_argument('--burst-chunk', type=int, default=10,
+                   help='short tasks per procload -b')
+    p.add_argument('--burst-ms', type=int, default=50,
+                   help='CPU time of each short task')
     sub.add_parser('tools')
 
     a = ap.parse_args(argv)
     {'throughput': cmd_throughput, 'selftime': cmd_selftime,
      'ebpfcost': cmd_ebpfcost, 'sampler': cmd_sampler,
-     'cyclictest': cmd_cyclictest, 'tools': cmd_tools}[a.cmd](a)
+     'cyclictest': cmd_cyclictest, 'poller': cmd_poller,
+     'tools': cmd_tools}[a.cmd](a)
 
 
 if __name__ == '__main__':
