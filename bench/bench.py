@@ -6,7 +6,9 @@ Boots Debian's 6.1 kernel once and runs, in that boot (bench/guest_bench.py):
 context-switch throughput without a probe (A), with cgroup_energy (B) and
 with an eBPF peer (C, bench/ebpf_peer.bt under bpftrace) in alternation;
 the self-timing build's nanoseconds per switch; the eBPF peer's own cost per
-call; sampler cost and memory with 10, 1,000 and 10,000 cgroups. Then boots
+call; sampler cost and memory with 10, 1,000 and 10,000 cgroups; cgroup
+migrations per second (bench/cghop.c) without the module, with it, and with
+only the cgroup_attach_task event enabled in tracefs. Then boots
 6.1-rt for cyclictest with and without the module. Writes
 bench/results/latest.json and latest.md and prints the table.
 
@@ -48,7 +50,7 @@ FLAVOUR = '6.1'
 RT_FLAVOUR = '6.1-rt'
 PY = '/usr/bin/python3'
 SECTIONS = ('tools', 'throughput', 'selftime', 'ebpfcost', 'sampler',
-            'cyclictest')
+            'migrate', 'cyclictest')
 
 # Targets (the issue): B/A >= 0.97; <= 256 B per cgroup, <= 4 KiB per CPU;
 # <= 50 ns per switch on bare metal (a TCG figure is not comparable).
@@ -165,9 +167,10 @@ def build_selftime(flavour=FLAVOUR, kdir=None, dst=None):
     return ko
 
 
-def build_cgload():
-    src = BENCH / 'cgload.c'
-    out = REPO / '.build' / 'bench' / 'cgload'
+def build_helper(name):
+    """bench/<name>.c built into .build/bench/<name> if older or missing."""
+    src = BENCH / f'{name}.c'
+    out = REPO / '.build' / 'bench' / name
     if not out.exists() or out.stat().st_mtime < src.stat().st_mtime:
         out.parent.mkdir(parents=True, exist_ok=True)
         subprocess.run(['gcc', '-O2', '-Wall', '-Wextra', '-Werror',
@@ -385,7 +388,25 @@ def summarize(raw, static):
     s['fixed_bytes'] = {k: v for k, v in static['symbols'].items()
                         if k in ('cge_hash', 'cge_cs', 'cge_gone_ring')}
     s['module_bytes'] = sm.get('module_bytes')
+    s['migrate'] = migrate_figures(raw.get('migrate', {}))
     return s
+
+
+def migrate_figures(mg):
+    """Per cgroup depth: migrations per second without the module (A),
+    with it (B) and with the tracefs event alone (T), medians; the ratios
+    B/A and T/A with their 95 % CIs."""
+    out = {}
+    for depth, dep in mg.get('depths', {}).items():
+        f = {f'{x}_per_s': r3(dep['by_state'].get(x, {}).get('median'), 0)
+             for x in 'ABT'}
+        for x, key in (('B', 'module'), ('T', 'tracefs')):
+            sp = dep['summary'].get(x) or {}
+            f[f'{key}_ratio'] = r3(sp.get('median'))
+            f[f'{key}_ratio_ci95'] = ([r3(c) for c in sp['ci95']]
+                                      if sp.get('ci95') else None)
+        out[depth] = f
+    return out
 
 
 def targets(s, local=False):
@@ -441,6 +462,24 @@ def spread_txt(sp, nd=3):
             + ')')
 
 
+def migrate_rows(mg):
+    """The migrate section's rows of the main table."""
+    L = []
+    for depth, dep in mg.get('depths', {}).items():
+        sm, st = dep['summary'], dep['by_state']
+        L += [f'| cgroup migrations, depth {depth}: cgroup_energy B/A | '
+              f'{spread_txt(sm.get("B"))} | |',
+              f'| cgroup migrations, depth {depth}: tracefs event alone, no '
+              f'module, T/A (diagnostic) | {spread_txt(sm.get("T"))} | |',
+              f'| cgroup migrations, depth {depth}: per second A / B / T '
+              f'(medians) | {fmt(st["A"]["median"], 0)} / '
+              f'{fmt(st["B"]["median"], 0)} / {fmt(st["T"]["median"], 0)} | |']
+    err = mg.get('error') or '; '.join(mg.get('errors', []))
+    if err:
+        L.append(f'| cgroup migrations | error: {err[:200]} | |')
+    return L
+
+
 def markdown(d):
     s, raw = d, d['raw']
     if d.get('local'):
@@ -481,6 +520,7 @@ def markdown(d):
                      f'(diagnostic) | {spread_txt(b["summary"].get("D"))} | |')
     if raw.get('throughput', {}).get('error'):
         L.append(f'| throughput | error: {raw["throughput"]["error"][:200]} | |')
+    L += migrate_rows(raw.get('migrate', {}))
     peer_err = [e for e in raw.get('throughput', {}).get('errors', [])
                 if 'bpftrace' in e or 'eBPF' in e]
     if peer_err:
@@ -582,6 +622,13 @@ def main(argv=None):
                     help='hackbench: pairs B/A (default 12)')
     ap.add_argument('--hb-pairs-c', type=int, default=10,
                     help='hackbench: pairs C/A (default 10)')
+    ap.add_argument('--mig-pairs-b', type=int, default=12,
+                    help='migrate: pairs B/A, cgroup_energy (default 12)')
+    ap.add_argument('--mig-pairs-t', type=int, default=10,
+                    help='migrate: pairs T/A, the tracefs event alone '
+                    '(diagnostic; default 10)')
+    ap.add_argument('--mig-hops', type=int, default=2000,
+                    help='migrate: migrations per timed loop (default 2000)')
     ap.add_argument('--budget', type=int, default=540,
                     help='seconds for the throughput runs: past it, stop '
                     'at the next block once every ratio has 10 pairs')
@@ -613,7 +660,8 @@ def main(argv=None):
     only = set(a.only.split(','))
     if a.no_rt:
         only.discard('cyclictest')
-    if min(a.pairs_b, a.pairs_c, a.hb_pairs_b, a.hb_pairs_c) < 10:
+    if min(a.pairs_b, a.pairs_c, a.hb_pairs_b, a.hb_pairs_c, a.mig_pairs_b,
+           a.mig_pairs_t) < 10:
         ap.error('pairs: at least 10 for every ratio')
     if a.local and os.geteuid() != 0:
         ap.error('--local loads modules: run as root')
@@ -646,7 +694,7 @@ def main(argv=None):
         ko = build.build_module(FLAVOUR)
         selfko = build_selftime(FLAVOUR)
         clockcal = build_clockcal(FLAVOUR)
-    cgload = build_cgload()
+    cgload, cghop = build_helper('cgload'), build_helper('cghop')
     static = {'symbols': symbol_sizes(ko), 'structs': struct_sizes(ko),
               'selftime_symbols': symbol_sizes(selfko)}
     log(f'static sizes: {static}')
@@ -670,6 +718,10 @@ def main(argv=None):
     if 'sampler' in only:
         cmds['sampler'] = guest('sampler', ko=selfko, cgload=cgload,
                                 counts=a.counts)
+    if 'migrate' in only:
+        cmds['migrate'] = guest('migrate', ko=ko, cghop=cghop,
+                                hops=a.mig_hops, pairs_b=a.mig_pairs_b,
+                                pairs_t=a.mig_pairs_t)
     if a.local and 'cyclictest' in only:
         cmds['cyclictest'] = guest('cyclictest', ko=ko)
     raw = {}

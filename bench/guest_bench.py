@@ -18,6 +18,11 @@ Each subcommand measures one thing and ends with one line
   ebpfcost    the eBPF peer's own cost per call (kernel.bpf_stats_enabled)
   sampler     sampler cost per interval and memory with N cgroups, idle and
               active (cgload: one thread per cgroup), timed with ftrace
+  migrate     cgroup migrations per second (cghop: a process moving itself
+              between two cgroups) with no probe (A), cgroup_energy loaded
+              and mounted (B), and, as a diagnostic, the cgroup_attach_task
+              event enabled in tracefs without the module (T), alternated
+              as in throughput; at cgroup depths 1 and 6
   cyclictest  latency with and without the module under a hackbench load
 """
 import argparse
@@ -238,7 +243,7 @@ class Bpftrace:
 # Runs per block: the module is loaded for one run at a time, so each B run
 # sits between two A runs; bpftrace takes seconds to attach (under TCG), so
 # it stays attached for two C runs, each next to one A run.
-BLOCK = {'B': 1, 'C': 2, 'D': 1}
+BLOCK = {'B': 1, 'C': 2, 'D': 1, 'T': 1}
 # D (diagnostic): the module loaded with the sampler slowed to every 10 s,
 # so B/A - D/A is roughly what the sampler costs and D/A what the probe does.
 D_ARGS = ['interval_ms=10000']
@@ -755,6 +760,113 @@ def sampler_measure(a, n, base_records, load, t0):
     return row
 
 
+# ------------------------------------------------------------------ migrate
+
+# T (diagnostic): no module, the cgroup_attach_task event enabled in tracefs.
+# Any probe on that tracepoint makes cgroup_attach_task() format the
+# destination's path (TRACE_CGROUP_PATH): T pays that and the event's ring
+# buffer write, B that and cgroup_energy's probes.
+ATTACH_EVENT = TRACING / 'events/cgroup/cgroup_attach_task/enable'
+
+
+def parse_hops(out):
+    """Migrations per second from cghop's `hops <n> ns <ns>` line."""
+    m = re.search(r'^hops (\d+) ns (\d+)$', out, re.M)
+    if not m or int(m.group(2)) <= 0:
+        raise RuntimeError(f'cghop: no hops line in {out!r}')
+    return int(m.group(1)) * 1e9 / int(m.group(2))
+
+
+def hop_dirs(depth):
+    """Two sibling cgroups at @depth below the root, made, and the cgroups
+    above them, top first; the controllers the root gives its children are
+    enabled down to them, so every depth migrates the same controllers."""
+    chain = [CG]
+    for k in range(1, depth):
+        chain.append(chain[-1] / f'mig{depth}-{k}')
+        chain[-1].mkdir(exist_ok=True)
+        ctl = (chain[-1] / 'cgroup.controllers').read_text().split()
+        if ctl:
+            (chain[-1] / 'cgroup.subtree_control').write_text(
+                ' '.join(f'+{c}' for c in ctl) + '\n')
+    pair = [chain[-1] / f'mig{depth}{x}' for x in 'ab']
+    for d in pair:
+        d.mkdir(exist_ok=True)
+    return pair, chain[1:]
+
+
+def remove_dirs(pair, chain):
+    for d in [*pair, *reversed(chain)]:
+        d.rmdir()
+
+
+def hop(a, pair):
+    p = run(['taskset', '-c', str(BENCH_CPU), a.cghop, str(a.hops),
+             *map(str, pair)], timeout=600)
+    return parse_hops(p.stdout)
+
+
+def migrate_enter(a, s):
+    """Set up state s: B loads the module and mounts it, T enables the
+    tracefs event; A is the plain kernel."""
+    if s == 'B':
+        insmod(a.ko)
+        mount_fs()
+    elif s == 'T':
+        ATTACH_EVENT.write_text('1\n')
+
+
+def migrate_leave(s):
+    if s == 'B' and Path(f'/sys/module/{MOD}').exists():
+        rmmod()
+    elif s == 'T':
+        ATTACH_EVENT.write_text('0\n')
+
+
+def cmd_migrate(a):
+    pin_self()
+    t0 = time.monotonic()
+    dirs = {d: hop_dirs(d) for d in a.depths}
+    seq = schedule({'B': a.pairs_b, 'T': a.pairs_t})
+    log(f'migrate: {len(seq)} runs of {a.hops} hops at depths {a.depths}: '
+        f'{"".join(seq)}')
+    for _ in range(a.warmup):
+        for d in a.depths:
+            hop(a, dirs[d][0])
+    v, errors = {d: [] for d in a.depths}, []
+    for i, s in enumerate(seq):
+        try:
+            migrate_enter(a, s)
+            for d in a.depths:
+                v[d].append(hop(a, dirs[d][0]))
+        except Exception as e:          # noqa: BLE001 - recorded, run goes on
+            errors.append(f'migrate run {i} ({s}): {e}')
+            for d in a.depths:
+                v[d] += [None] * (i + 1 - len(v[d]))
+        finally:
+            migrate_leave(s)
+        if i % 9 == 0 or i == len(seq) - 1:
+            log(f'migrate: run {i + 1}/{len(seq)} ({s}) '
+                + ' '.join(f'd{d}: {v[d][-1] or 0:.0f}/s' for d in a.depths)
+                + f' t={time.monotonic() - t0:.0f}s')
+    out = {'hops': a.hops, 'sequence': ''.join(seq), 'errors': errors,
+           'depths': {}}
+    for d in a.depths:
+        ratios = {'B': [], 'T': []}
+        ratios.update(pair_ratios(seq, v[d]))
+        out['depths'][str(d)] = {
+            'values': v[d], 'ratios': ratios,
+            'summary': {s: ratio_summary(r) for s, r in ratios.items()},
+            'by_state': {s: spread([x for x, t in zip(v[d], seq)
+                                    if t == s and x]) for s in 'ABT'}}
+        try:
+            remove_dirs(*dirs[d])
+        except OSError as e:
+            errors.append(f'migrate: cleanup at depth {d}: {e}')
+    out['seconds'] = round(time.monotonic() - t0, 1)
+    result(out)
+
+
 # --------------------------------------------------------------- cyclictest
 
 def histogram_p99(path):
@@ -885,6 +997,18 @@ def main(argv=None):
     p.add_argument('--counts', type=lambda s: [int(x) for x in s.split(',')],
                    default=[10, 1000, 10000])
     p.add_argument('--intervals', type=int, default=8)
+    p = sub.add_parser('migrate')
+    p.add_argument('--ko', required=True)
+    p.add_argument('--cghop', required=True)
+    p.add_argument('--hops', type=int, default=2000,
+                   help='migrations per timed loop')
+    p.add_argument('--depths', type=lambda s: [int(x) for x in s.split(',')],
+                   default=[1, 6], help='cgroup depths of the two cgroups')
+    p.add_argument('--pairs-b', type=int, default=12,
+                   help='pairs B/A (cgroup_energy loaded and mounted)')
+    p.add_argument('--pairs-t', type=int, default=10,
+                   help='pairs T/A (the tracefs event, no module)')
+    p.add_argument('--warmup', type=int, default=2)
     p = sub.add_parser('cyclictest')
     p.add_argument('--ko', required=True)
     p.add_argument('--pairs', type=int, default=3)
@@ -897,6 +1021,7 @@ def main(argv=None):
     a = ap.parse_args(argv)
     {'throughput': cmd_throughput, 'selftime': cmd_selftime,
      'ebpfcost': cmd_ebpfcost, 'sampler': cmd_sampler,
+     'migrate': cmd_migrate,
      'cyclictest': cmd_cyclictest, 'tools': cmd_tools}[a.cmd](a)
 
 
