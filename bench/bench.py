@@ -622,13 +622,13 @@ def main(argv=None):
                     help='hackbench: pairs B/A (default 12)')
     ap.add_argument('--hb-pairs-c', type=int, default=10,
                     help='hackbench: pairs C/A (default 10)')
-    ap.add_argument('--mig-pairs-b', type=int, default=12,
-                    help='migrate: pairs B/A, cgroup_energy (default 12)')
+    ap.add_argument('--mig-pairs-b', type=int, default=10,
+                    help='migrate: pairs B/A, cgroup_energy (default 10)')
     ap.add_argument('--mig-pairs-t', type=int, default=10,
                     help='migrate: pairs T/A, the tracefs event alone '
                     '(diagnostic; default 10)')
-    ap.add_argument('--mig-hops', type=int, default=2000,
-                    help='migrate: migrations per timed loop (default 2000)')
+    ap.add_argument('--mig-hops', type=int, default=6000,
+                    help='migrate: migrations per timed loop (default 6000)')
     ap.add_argument('--budget', type=int, default=540,
                     help='seconds for the throughput runs: past it, stop '
                     'at the next block once every ratio has 10 pairs')

@@ -800,8 +800,8 @@ def remove_dirs(pair, chain):
         d.rmdir()
 
 
-def hop(a, pair):
-    p = run(['taskset', '-c', str(BENCH_CPU), a.cghop, str(a.hops),
+def hop(a, pair, hops):
+    p = run(['taskset', '-c', str(BENCH_CPU), a.cghop, str(hops),
              *map(str, pair)], timeout=600)
     return parse_hops(p.stdout)
 
@@ -832,13 +832,17 @@ def cmd_migrate(a):
         f'{"".join(seq)}')
     for _ in range(a.warmup):
         for d in a.depths:
-            hop(a, dirs[d][0])
+            hop(a, dirs[d][0], a.hops)
     v, errors = {d: [] for d in a.depths}, []
     for i, s in enumerate(seq):
         try:
             migrate_enter(a, s)
+            # untimed, in every state: the timed loops do not start right
+            # after an insmod and its mount
             for d in a.depths:
-                v[d].append(hop(a, dirs[d][0]))
+                hop(a, dirs[d][0], a.hops // 5)
+            for d in a.depths:
+                v[d].append(hop(a, dirs[d][0], a.hops))
         except Exception as e:          # noqa: BLE001 - recorded, run goes on
             errors.append(f'migrate run {i} ({s}): {e}')
             for d in a.depths:
@@ -1000,11 +1004,12 @@ def main(argv=None):
     p = sub.add_parser('migrate')
     p.add_argument('--ko', required=True)
     p.add_argument('--cghop', required=True)
-    p.add_argument('--hops', type=int, default=2000,
-                   help='migrations per timed loop')
+    p.add_argument('--hops', type=int, default=6000,
+                   help='migrations per timed loop (a fifth as many, '
+                   'untimed, first in every run)')
     p.add_argument('--depths', type=lambda s: [int(x) for x in s.split(',')],
                    default=[1, 6], help='cgroup depths of the two cgroups')
-    p.add_argument('--pairs-b', type=int, default=12,
+    p.add_argument('--pairs-b', type=int, default=10,
                    help='pairs B/A (cgroup_energy loaded and mounted)')
     p.add_argument('--pairs-t', type=int, default=10,
                    help='pairs T/A (the tracefs event, no module)')
