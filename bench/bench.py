@@ -394,14 +394,17 @@ def summarize(raw, static):
 
 def migrate_figures(mg):
     """Per cgroup depth: migrations per second without the module (A),
-    with it (B) and with the tracefs event alone (T), medians; the ratios
-    B/A and T/A with their 95 % CIs."""
+    with it (B), with the tracefs event alone (T) and, if run, with it
+    filtered out (F), medians; the ratios to A with their 95 % CIs."""
     out = {}
     for depth, dep in mg.get('depths', {}).items():
-        f = {f'{x}_per_s': r3(dep['by_state'].get(x, {}).get('median'), 0)
-             for x in 'ABT'}
-        for x, key in (('B', 'module'), ('T', 'tracefs')):
-            sp = dep['summary'].get(x) or {}
+        f = {f'{x}_per_s': r3(sp.get('median'), 0)
+             for x, sp in dep['by_state'].items()}
+        for x, key in (('B', 'module'), ('T', 'tracefs'),
+                       ('F', 'tracefs_filtered')):
+            if x not in dep['summary']:
+                continue
+            sp = dep['summary'][x]
             f[f'{key}_ratio'] = r3(sp.get('median'))
             f[f'{key}_ratio_ci95'] = ([r3(c) for c in sp['ci95']]
                                       if sp.get('ci95') else None)
@@ -470,10 +473,15 @@ def migrate_rows(mg):
         L += [f'| cgroup migrations, depth {depth}: cgroup_energy B/A | '
               f'{spread_txt(sm.get("B"))} | |',
               f'| cgroup migrations, depth {depth}: tracefs event alone, no '
-              f'module, T/A (diagnostic) | {spread_txt(sm.get("T"))} | |',
-              f'| cgroup migrations, depth {depth}: per second A / B / T '
-              f'(medians) | {fmt(st["A"]["median"], 0)} / '
-              f'{fmt(st["B"]["median"], 0)} / {fmt(st["T"]["median"], 0)} | |']
+              f'module, T/A (diagnostic) | {spread_txt(sm.get("T"))} | |']
+        if 'F' in sm:
+            L.append(f'| cgroup migrations, depth {depth}: tracefs event, '
+                     f'every event filtered out, F/A (diagnostic: the path '
+                     f'formatting) | {spread_txt(sm["F"])} | |')
+        L.append(f'| cgroup migrations, depth {depth}: per second '
+                 f'{" / ".join(st)} (medians) | '
+                 + ' / '.join(fmt(x['median'], 0) for x in st.values())
+                 + ' | |')
     err = mg.get('error') or '; '.join(mg.get('errors', []))
     if err:
         L.append(f'| cgroup migrations | error: {err[:200]} | |')
@@ -627,6 +635,9 @@ def main(argv=None):
     ap.add_argument('--mig-pairs-t', type=int, default=10,
                     help='migrate: pairs T/A, the tracefs event alone '
                     '(diagnostic; default 10)')
+    ap.add_argument('--mig-pairs-f', type=int, default=0,
+                    help='migrate: pairs F/A, the tracefs event with every '
+                    'event filtered out (diagnostic; default 0: none)')
     ap.add_argument('--mig-hops', type=int, default=6000,
                     help='migrate: migrations per timed loop (default 6000)')
     ap.add_argument('--budget', type=int, default=540,
@@ -661,7 +672,7 @@ def main(argv=None):
     if a.no_rt:
         only.discard('cyclictest')
     if min(a.pairs_b, a.pairs_c, a.hb_pairs_b, a.hb_pairs_c, a.mig_pairs_b,
-           a.mig_pairs_t) < 10:
+           a.mig_pairs_t, a.mig_pairs_f or 10) < 10:
         ap.error('pairs: at least 10 for every ratio')
     if a.local and os.geteuid() != 0:
         ap.error('--local loads modules: run as root')
@@ -721,7 +732,8 @@ def main(argv=None):
     if 'migrate' in only:
         cmds['migrate'] = guest('migrate', ko=ko, cghop=cghop,
                                 hops=a.mig_hops, pairs_b=a.mig_pairs_b,
-                                pairs_t=a.mig_pairs_t)
+                                pairs_t=a.mig_pairs_t,
+                                pairs_f=a.mig_pairs_f)
     if a.local and 'cyclictest' in only:
         cmds['cyclictest'] = guest('cyclictest', ko=ko)
     raw = {}

@@ -20,9 +20,10 @@ Each subcommand measures one thing and ends with one line
               active (cgload: one thread per cgroup), timed with ftrace
   migrate     cgroup migrations per second (cghop: a process moving itself
               between two cgroups) with no probe (A), cgroup_energy loaded
-              and mounted (B), and, as a diagnostic, the cgroup_attach_task
-              event enabled in tracefs without the module (T), alternated
-              as in throughput; at cgroup depths 1 and 6
+              and mounted (B), and, as diagnostics, the cgroup_attach_task
+              event enabled in tracefs without the module (T), and the same
+              with a filter that drops every event (F), alternated as in
+              throughput; at cgroup depths 1 and 6
   cyclictest  latency with and without the module under a hackbench load
 """
 import argparse
@@ -243,7 +244,7 @@ class Bpftrace:
 # Runs per block: the module is loaded for one run at a time, so each B run
 # sits between two A runs; bpftrace takes seconds to attach (under TCG), so
 # it stays attached for two C runs, each next to one A run.
-BLOCK = {'B': 1, 'C': 2, 'D': 1, 'T': 1}
+BLOCK = {'B': 1, 'C': 2, 'D': 1, 'T': 1, 'F': 1}
 # D (diagnostic): the module loaded with the sampler slowed to every 10 s,
 # so B/A - D/A is roughly what the sampler costs and D/A what the probe does.
 D_ARGS = ['interval_ms=10000']
@@ -765,8 +766,11 @@ def sampler_measure(a, n, base_records, load, t0):
 # T (diagnostic): no module, the cgroup_attach_task event enabled in tracefs.
 # Any probe on that tracepoint makes cgroup_attach_task() format the
 # destination's path (TRACE_CGROUP_PATH): T pays that and the event's ring
-# buffer write, B that and cgroup_energy's probes.
+# buffer write, B that and cgroup_energy's probes. F: T with a filter no
+# event passes, so the event is built in a per-CPU scratch buffer and
+# dropped: about the path formatting alone.
 ATTACH_EVENT = TRACING / 'events/cgroup/cgroup_attach_task/enable'
+ATTACH_FILTER = TRACING / 'events/cgroup/cgroup_attach_task/filter'
 
 
 def parse_hops(out):
@@ -808,26 +812,32 @@ def hop(a, pair, hops):
 
 def migrate_enter(a, s):
     """Set up state s: B loads the module and mounts it, T enables the
-    tracefs event; A is the plain kernel."""
+    tracefs event, F too with a filter that drops every event; A is the
+    plain kernel."""
     if s == 'B':
         insmod(a.ko)
         mount_fs()
-    elif s == 'T':
+    elif s in 'TF':
+        if s == 'F':
+            ATTACH_FILTER.write_text('pid < 0\n')
         ATTACH_EVENT.write_text('1\n')
 
 
 def migrate_leave(s):
     if s == 'B' and Path(f'/sys/module/{MOD}').exists():
         rmmod()
-    elif s == 'T':
+    elif s in 'TF':
         ATTACH_EVENT.write_text('0\n')
+        ATTACH_FILTER.write_text('0\n')
 
 
 def cmd_migrate(a):
     pin_self()
     t0 = time.monotonic()
     dirs = {d: hop_dirs(d) for d in a.depths}
-    seq = schedule({'B': a.pairs_b, 'T': a.pairs_t})
+    pairs = {'B': a.pairs_b, 'T': a.pairs_t, 'F': a.pairs_f}
+    states = [s for s, n in pairs.items() if n]
+    seq = schedule(pairs)
     log(f'migrate: {len(seq)} runs of {a.hops} hops at depths {a.depths}: '
         f'{"".join(seq)}')
     for _ in range(a.warmup):
@@ -856,13 +866,14 @@ def cmd_migrate(a):
     out = {'hops': a.hops, 'sequence': ''.join(seq), 'errors': errors,
            'depths': {}}
     for d in a.depths:
-        ratios = {'B': [], 'T': []}
+        ratios = {s: [] for s in states}
         ratios.update(pair_ratios(seq, v[d]))
         out['depths'][str(d)] = {
             'values': v[d], 'ratios': ratios,
             'summary': {s: ratio_summary(r) for s, r in ratios.items()},
             'by_state': {s: spread([x for x, t in zip(v[d], seq)
-                                    if t == s and x]) for s in 'ABT'}}
+                                    if t == s and x])
+                         for s in ['A'] + states}}
         try:
             remove_dirs(*dirs[d])
         except OSError as e:
@@ -1013,6 +1024,9 @@ def main(argv=None):
                    help='pairs B/A (cgroup_energy loaded and mounted)')
     p.add_argument('--pairs-t', type=int, default=10,
                    help='pairs T/A (the tracefs event, no module)')
+    p.add_argument('--pairs-f', type=int, default=0,
+                   help='pairs F/A (the tracefs event, every event '
+                   'filtered out)')
     p.add_argument('--warmup', type=int, default=2)
     p = sub.add_parser('cyclictest')
     p.add_argument('--ko', required=True)

@@ -39,13 +39,14 @@ def test_cghop_fails_cleanly(tmp_path):
     assert p.returncode == 2 and 'usage' in p.stderr
 
 
-def fake_migrate():
+def fake_migrate(states='BT'):
     """A migrate section's result as cmd_migrate builds it: A runs at 1000
-    migrations/s, B at 900, T at 950 (depth 1), from the real helpers."""
-    seq = guest_bench.schedule({'B': 10, 'T': 10})
-    rate = {'A': 1000.0, 'B': 900.0, 'T': 950.0}
+    migrations/s, B at 900, T at 950, F at 980 (depth 1), from the real
+    helpers."""
+    seq = guest_bench.schedule({s: 10 for s in states})
+    rate = {'A': 1000.0, 'B': 900.0, 'T': 950.0, 'F': 980.0}
     v = [rate[s] for s in seq]
-    ratios = {'B': [], 'T': []}
+    ratios = {s: [] for s in states}
     ratios.update(guest_bench.pair_ratios(seq, v))
     return {'hops': 2000, 'sequence': ''.join(seq), 'errors': [],
             'depths': {'1': {
@@ -53,7 +54,8 @@ def fake_migrate():
                 'summary': {s: guest_bench.ratio_summary(r)
                             for s, r in ratios.items()},
                 'by_state': {s: guest_bench.spread(
-                    [x for x, t in zip(v, seq) if t == s]) for s in 'ABT'}}}}
+                    [x for x, t in zip(v, seq) if t == s])
+                    for s in 'A' + states}}}}
 
 
 def test_migrate_figures():
@@ -61,6 +63,9 @@ def test_migrate_figures():
     assert (f['A_per_s'], f['B_per_s'], f['T_per_s']) == (1000, 900, 950)
     assert f['module_ratio'] == 0.9 and f['tracefs_ratio'] == 0.95
     assert f['module_ratio_ci95'] == [0.9, 0.9]
+    assert 'tracefs_filtered_ratio' not in f
+    f = bench.migrate_figures(fake_migrate('BTF'))['1']
+    assert f['F_per_s'] == 980 and f['tracefs_filtered_ratio'] == 0.98
     assert bench.migrate_figures({}) == {}
     assert bench.migrate_figures({'error': 'no result'}) == {}
 
@@ -71,5 +76,9 @@ def test_migrate_rows():
     assert rows[0].startswith('| cgroup migrations, depth 1: cgroup_energy '
                               'B/A | 0.900 (0.900–0.900, n=10; 95 % CI')
     assert '| 1000 / 900 / 950 |' in rows[2]
+    rows = bench.migrate_rows(fake_migrate('BTF'))
+    assert len(rows) == 4 and 'F/A' in rows[2] and '0.980 (' in rows[2]
+    assert 'per second A / B / T / F (medians) | 1000 / 900 / 950 / 980 |' \
+        in rows[3]
     err = bench.migrate_rows({'error': 'no result (rc=1): boom'})
     assert err == ['| cgroup migrations | error: no result (rc=1): boom | |']
