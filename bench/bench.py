@@ -9,7 +9,9 @@ the self-timing build's nanoseconds per switch; the eBPF peer's own cost per
 call; sampler cost and memory with 10, 1,000 and 10,000 cgroups; the /proc
 poller peer's CPU (bench/procpoll, what Kepler 0.10+ does every 5 s) with
 100 and 10,000 processes beside the sampler's, and the short tasks it
-misses. Then boots 6.1-rt for cyclictest with and without the module. Writes
+misses; cgroup migrations per second (bench/cghop.c) without the module,
+with it, and with only the cgroup_attach_task event enabled in tracefs.
+Then boots 6.1-rt for cyclictest with and without the module. Writes
 bench/results/latest.json and latest.md and prints the table.
 
 Timing in a TCG guest varies by about 15 % from run to run (docs/overhead.md,
@@ -50,7 +52,7 @@ FLAVOUR = '6.1'
 RT_FLAVOUR = '6.1-rt'
 PY = '/usr/bin/python3'
 SECTIONS = ('tools', 'throughput', 'selftime', 'ebpfcost', 'sampler',
-            'poller', 'cyclictest')
+            'poller', 'migrate', 'cyclictest')
 
 # Targets (the issue): B/A >= 0.97; <= 256 B per cgroup, <= 4 KiB per CPU;
 # <= 50 ns per switch on bare metal (a TCG figure is not comparable).
@@ -167,29 +169,15 @@ def build_selftime(flavour=FLAVOUR, kdir=None, dst=None):
     return ko
 
 
-def build_cgload():
-    src = BENCH / 'cgload.c'
-    out = REPO / '.build' / 'bench' / 'cgload'
+def build_helper(name):
+    """bench/<name>.c built into .build/bench/<name> if older or missing."""
+    src = BENCH / f'{name}.c'
+    out = REPO / '.build' / 'bench' / name
     if not out.exists() or out.stat().st_mtime < src.stat().st_mtime:
         out.parent.mkdir(parents=True, exist_ok=True)
         subprocess.run(['gcc', '-O2', '-Wall', '-Wextra', '-Werror',
                         '-pthread', '-o', str(out), str(src)], check=True)
     return out
-
-
-def build_poller():
-    """bench/procpoll (the /proc poller peer) and bench/procload (its
-    processes), built on the host like cgload: (procpoll, procload)."""
-    out = []
-    for name in ('procpoll', 'procload'):
-        src = BENCH / f'{name}.c'
-        exe = REPO / '.build' / 'bench' / name
-        if not exe.exists() or exe.stat().st_mtime < src.stat().st_mtime:
-            exe.parent.mkdir(parents=True, exist_ok=True)
-            subprocess.run(['gcc', '-O2', '-Wall', '-Wextra', '-Werror',
-                            '-o', str(exe), str(src)], check=True)
-        out.append(exe)
-    return tuple(out)
 
 
 def build_clockcal(flavour=FLAVOUR):
@@ -418,7 +406,28 @@ def summarize(raw, static):
                                   cy[st]['pct_us'].items()}}
                           for st in ('A', 'B')
                           if 'pct_us' in cy.get(st, {})}
+    s['migrate'] = migrate_figures(raw.get('migrate', {}))
     return s
+
+
+def migrate_figures(mg):
+    """Per cgroup depth: migrations per second without the module (A),
+    with it (B), with the tracefs event alone (T) and, if run, with it
+    filtered out (F), medians; the ratios to A with their 95 % CIs."""
+    out = {}
+    for depth, dep in mg.get('depths', {}).items():
+        f = {f'{x}_per_s': r3(sp.get('median'), 0)
+             for x, sp in dep['by_state'].items()}
+        for x, key in (('B', 'module'), ('T', 'tracefs'),
+                       ('F', 'tracefs_filtered')):
+            if x not in dep['summary']:
+                continue
+            sp = dep['summary'][x]
+            f[f'{key}_ratio'] = r3(sp.get('median'))
+            f[f'{key}_ratio_ci95'] = ([r3(c) for c in sp['ci95']]
+                                      if sp.get('ci95') else None)
+        out[depth] = f
+    return out
 
 
 def targets(s, local=False):
@@ -474,6 +483,29 @@ def spread_txt(sp, nd=3):
             + ')')
 
 
+def migrate_rows(mg):
+    """The migrate section's rows of the main table."""
+    L = []
+    for depth, dep in mg.get('depths', {}).items():
+        sm, st = dep['summary'], dep['by_state']
+        L += [f'| cgroup migrations, depth {depth}: cgroup_energy B/A | '
+              f'{spread_txt(sm.get("B"))} | |',
+              f'| cgroup migrations, depth {depth}: tracefs event alone, no '
+              f'module, T/A (diagnostic) | {spread_txt(sm.get("T"))} | |']
+        if 'F' in sm:
+            L.append(f'| cgroup migrations, depth {depth}: tracefs event, '
+                     f'every event filtered out, F/A (diagnostic: the path '
+                     f'formatting) | {spread_txt(sm["F"])} | |')
+        L.append(f'| cgroup migrations, depth {depth}: per second '
+                 f'{" / ".join(st)} (medians) | '
+                 + ' / '.join(fmt(x['median'], 0) for x in st.values())
+                 + ' | |')
+    err = mg.get('error') or '; '.join(mg.get('errors', []))
+    if err:
+        L.append(f'| cgroup migrations | error: {err[:200]} | |')
+    return L
+
+
 def markdown(d):
     s, raw = d, d['raw']
     if d.get('local'):
@@ -514,6 +546,7 @@ def markdown(d):
                      f'(diagnostic) | {spread_txt(b["summary"].get("D"))} | |')
     if raw.get('throughput', {}).get('error'):
         L.append(f'| throughput | error: {raw["throughput"]["error"][:200]} | |')
+    L += migrate_rows(raw.get('migrate', {}))
     peer_err = [e for e in raw.get('throughput', {}).get('errors', [])
                 if 'bpftrace' in e or 'eBPF' in e]
     if peer_err:
@@ -694,6 +727,16 @@ def main(argv=None):
                     help='hackbench: pairs B/A (default 12)')
     ap.add_argument('--hb-pairs-c', type=int, default=10,
                     help='hackbench: pairs C/A (default 10)')
+    ap.add_argument('--mig-pairs-b', type=int, default=10,
+                    help='migrate: pairs B/A, cgroup_energy (default 10)')
+    ap.add_argument('--mig-pairs-t', type=int, default=10,
+                    help='migrate: pairs T/A, the tracefs event alone '
+                    '(diagnostic; default 10)')
+    ap.add_argument('--mig-pairs-f', type=int, default=0,
+                    help='migrate: pairs F/A, the tracefs event with every '
+                    'event filtered out (diagnostic; default 0: none)')
+    ap.add_argument('--mig-hops', type=int, default=6000,
+                    help='migrate: migrations per timed loop (default 6000)')
     ap.add_argument('--budget', type=int, default=540,
                     help='seconds for the throughput runs: past it, stop '
                     'at the next block once every ratio has 10 pairs')
@@ -725,7 +768,8 @@ def main(argv=None):
     only = set(a.only.split(','))
     if a.no_rt:
         only.discard('cyclictest')
-    if min(a.pairs_b, a.pairs_c, a.hb_pairs_b, a.hb_pairs_c) < 10:
+    if min(a.pairs_b, a.pairs_c, a.hb_pairs_b, a.hb_pairs_c, a.mig_pairs_b,
+           a.mig_pairs_t, a.mig_pairs_f or 10) < 10:
         ap.error('pairs: at least 10 for every ratio')
     if a.local and os.geteuid() != 0:
         ap.error('--local loads modules: run as root')
@@ -758,7 +802,7 @@ def main(argv=None):
         ko = build.build_module(FLAVOUR)
         selfko = build_selftime(FLAVOUR)
         clockcal = build_clockcal(FLAVOUR)
-    cgload = build_cgload()
+    cgload, cghop = build_helper('cgload'), build_helper('cghop')
     static = {'symbols': symbol_sizes(ko), 'structs': struct_sizes(ko),
               'selftime_symbols': symbol_sizes(selfko)}
     log(f'static sizes: {static}')
@@ -783,9 +827,15 @@ def main(argv=None):
         cmds['sampler'] = guest('sampler', ko=selfko, cgload=cgload,
                                 counts=a.counts)
     if 'poller' in only:
-        procpoll, procload = build_poller()
+        procpoll = build_helper('procpoll')
+        procload = build_helper('procload')
         cmds['poller'] = guest('poller', ko=ko, procpoll=procpoll,
                                procload=procload)
+    if 'migrate' in only:
+        cmds['migrate'] = guest('migrate', ko=ko, cghop=cghop,
+                                hops=a.mig_hops, pairs_b=a.mig_pairs_b,
+                                pairs_t=a.mig_pairs_t,
+                                pairs_f=a.mig_pairs_f)
     if a.local and 'cyclictest' in only:
         cmds['cyclictest'] = guest('cyclictest', ko=ko)
     raw = {}

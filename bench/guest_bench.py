@@ -18,6 +18,12 @@ Each subcommand measures one thing and ends with one line
   ebpfcost    the eBPF peer's own cost per call (kernel.bpf_stats_enabled)
   sampler     sampler cost per interval and memory with N cgroups, idle and
               active (cgload: one thread per cgroup), timed with ftrace
+  migrate     cgroup migrations per second (cghop: a process moving itself
+              between two cgroups) with no probe (A), cgroup_energy loaded
+              and mounted (B), and, as diagnostics, the cgroup_attach_task
+              event enabled in tracefs without the module (T), and the same
+              with a filter that drops every event (F), alternated as in
+              throughput; at cgroup depths 1 and 6
   cyclictest  latency with and without the module under a hackbench load
   poller      the /proc poller peer (bench/procpoll, what Kepler 0.10+
               does every 5 s): its CPU per poll with many sleeping
@@ -243,7 +249,7 @@ class Bpftrace:
 # Runs per block: the module is loaded for one run at a time, so each B run
 # sits between two A runs; bpftrace takes seconds to attach (under TCG), so
 # it stays attached for two C runs, each next to one A run.
-BLOCK = {'B': 1, 'C': 2, 'D': 1}
+BLOCK = {'B': 1, 'C': 2, 'D': 1, 'T': 1, 'F': 1}
 # D (diagnostic): the module loaded with the sampler slowed to every 10 s,
 # so B/A - D/A is roughly what the sampler costs and D/A what the probe does.
 D_ARGS = ['interval_ms=10000']
@@ -760,6 +766,127 @@ def sampler_measure(a, n, base_records, load, t0):
     return row
 
 
+# ------------------------------------------------------------------ migrate
+
+# T (diagnostic): no module, the cgroup_attach_task event enabled in tracefs.
+# Any probe on that tracepoint makes cgroup_attach_task() format the
+# destination's path (TRACE_CGROUP_PATH): T pays that and the event's ring
+# buffer write, B that and cgroup_energy's probes. F: T with a filter no
+# event passes, so the event is built in a per-CPU scratch buffer and
+# dropped: about the path formatting alone.
+ATTACH_EVENT = TRACING / 'events/cgroup/cgroup_attach_task/enable'
+ATTACH_FILTER = TRACING / 'events/cgroup/cgroup_attach_task/filter'
+
+
+def parse_hops(out):
+    """Migrations per second from cghop's `hops <n> ns <ns>` line."""
+    m = re.search(r'^hops (\d+) ns (\d+)$', out, re.M)
+    if not m or int(m.group(2)) <= 0:
+        raise RuntimeError(f'cghop: no hops line in {out!r}')
+    return int(m.group(1)) * 1e9 / int(m.group(2))
+
+
+def hop_dirs(depth):
+    """Two sibling cgroups at @depth below the root, made, and the cgroups
+    above them, top first; the controllers the root gives its children are
+    enabled down to them, so every depth migrates the same controllers."""
+    chain = [CG]
+    for k in range(1, depth):
+        chain.append(chain[-1] / f'mig{depth}-{k}')
+        chain[-1].mkdir(exist_ok=True)
+        ctl = (chain[-1] / 'cgroup.controllers').read_text().split()
+        if ctl:
+            (chain[-1] / 'cgroup.subtree_control').write_text(
+                ' '.join(f'+{c}' for c in ctl) + '\n')
+    pair = [chain[-1] / f'mig{depth}{x}' for x in 'ab']
+    for d in pair:
+        d.mkdir(exist_ok=True)
+    return pair, chain[1:]
+
+
+def remove_dirs(pair, chain):
+    for d in [*pair, *reversed(chain)]:
+        d.rmdir()
+
+
+def hop(a, pair, hops):
+    p = run(['taskset', '-c', str(BENCH_CPU), a.cghop, str(hops),
+             *map(str, pair)], timeout=600)
+    return parse_hops(p.stdout)
+
+
+def migrate_enter(a, s):
+    """Set up state s: B loads the module and mounts it, T enables the
+    tracefs event, F too with a filter that drops every event; A is the
+    plain kernel."""
+    if s == 'B':
+        insmod(a.ko)
+        mount_fs()
+    elif s in 'TF':
+        if s == 'F':
+            ATTACH_FILTER.write_text('pid < 0\n')
+        ATTACH_EVENT.write_text('1\n')
+
+
+def migrate_leave(s):
+    if s == 'B' and Path(f'/sys/module/{MOD}').exists():
+        rmmod()
+    elif s in 'TF':
+        ATTACH_EVENT.write_text('0\n')
+        ATTACH_FILTER.write_text('0\n')
+
+
+def cmd_migrate(a):
+    pin_self()
+    t0 = time.monotonic()
+    dirs = {d: hop_dirs(d) for d in a.depths}
+    pairs = {'B': a.pairs_b, 'T': a.pairs_t, 'F': a.pairs_f}
+    states = [s for s, n in pairs.items() if n]
+    seq = schedule(pairs)
+    log(f'migrate: {len(seq)} runs of {a.hops} hops at depths {a.depths}: '
+        f'{"".join(seq)}')
+    for _ in range(a.warmup):
+        for d in a.depths:
+            hop(a, dirs[d][0], a.hops)
+    v, errors = {d: [] for d in a.depths}, []
+    for i, s in enumerate(seq):
+        try:
+            migrate_enter(a, s)
+            # untimed, in every state: the timed loops do not start right
+            # after an insmod and its mount
+            for d in a.depths:
+                hop(a, dirs[d][0], a.hops // 5)
+            for d in a.depths:
+                v[d].append(hop(a, dirs[d][0], a.hops))
+        except Exception as e:          # noqa: BLE001 - recorded, run goes on
+            errors.append(f'migrate run {i} ({s}): {e}')
+            for d in a.depths:
+                v[d] += [None] * (i + 1 - len(v[d]))
+        finally:
+            migrate_leave(s)
+        if i % 9 == 0 or i == len(seq) - 1:
+            log(f'migrate: run {i + 1}/{len(seq)} ({s}) '
+                + ' '.join(f'd{d}: {v[d][-1] or 0:.0f}/s' for d in a.depths)
+                + f' t={time.monotonic() - t0:.0f}s')
+    out = {'hops': a.hops, 'sequence': ''.join(seq), 'errors': errors,
+           'depths': {}}
+    for d in a.depths:
+        ratios = {s: [] for s in states}
+        ratios.update(pair_ratios(seq, v[d]))
+        out['depths'][str(d)] = {
+            'values': v[d], 'ratios': ratios,
+            'summary': {s: ratio_summary(r) for s, r in ratios.items()},
+            'by_state': {s: spread([x for x, t in zip(v[d], seq)
+                                    if t == s and x])
+                         for s in ['A'] + states}}
+        try:
+            remove_dirs(*dirs[d])
+        except OSError as e:
+            errors.append(f'migrate: cleanup at depth {d}: {e}')
+    out['seconds'] = round(time.monotonic() - t0, 1)
+    result(out)
+
+
 # --------------------------------------------------------------- cyclictest
 
 PERCENTILES = ('50', '99', '99.9')
@@ -1105,6 +1232,22 @@ def main(argv=None):
     p.add_argument('--counts', type=lambda s: [int(x) for x in s.split(',')],
                    default=[10, 1000, 10000])
     p.add_argument('--intervals', type=int, default=8)
+    p = sub.add_parser('migrate')
+    p.add_argument('--ko', required=True)
+    p.add_argument('--cghop', required=True)
+    p.add_argument('--hops', type=int, default=6000,
+                   help='migrations per timed loop (a fifth as many, '
+                   'untimed, first in every run)')
+    p.add_argument('--depths', type=lambda s: [int(x) for x in s.split(',')],
+                   default=[1, 6], help='cgroup depths of the two cgroups')
+    p.add_argument('--pairs-b', type=int, default=10,
+                   help='pairs B/A (cgroup_energy loaded and mounted)')
+    p.add_argument('--pairs-t', type=int, default=10,
+                   help='pairs T/A (the tracefs event, no module)')
+    p.add_argument('--pairs-f', type=int, default=0,
+                   help='pairs F/A (the tracefs event, every event '
+                   'filtered out)')
+    p.add_argument('--warmup', type=int, default=2)
     p = sub.add_parser('cyclictest')
     p.add_argument('--ko', required=True)
     p.add_argument('--pairs', type=int, default=3)
@@ -1138,8 +1281,8 @@ def main(argv=None):
     a = ap.parse_args(argv)
     {'throughput': cmd_throughput, 'selftime': cmd_selftime,
      'ebpfcost': cmd_ebpfcost, 'sampler': cmd_sampler,
-     'cyclictest': cmd_cyclictest, 'poller': cmd_poller,
-     'tools': cmd_tools}[a.cmd](a)
+     'migrate': cmd_migrate, 'cyclictest': cmd_cyclictest,
+     'poller': cmd_poller, 'tools': cmd_tools}[a.cmd](a)
 
 
 if __name__ == '__main__':

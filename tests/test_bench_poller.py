@@ -12,7 +12,7 @@ import guest_bench as gb  # noqa: E402
 
 
 def test_poll_lines():
-    procpoll, _ = bench.build_poller()
+    procpoll = bench.build_helper('procpoll')
     out = subprocess.run([str(procpoll), '-i', '50', '-n', '2'], text=True,
                          capture_output=True, check=True, timeout=60).stdout
     polls = []
