@@ -407,7 +407,27 @@ def summarize(raw, static):
                           for st in ('A', 'B')
                           if 'pct_us' in cy.get(st, {})}
     s['migrate'] = migrate_figures(raw.get('migrate', {}))
+    s['pipe_ipis_per_s'] = {
+        k: [r3(sp['median'], 1) for sp in v]
+        for k, v in (pipe.get('ipis_by_state') or {}).items() if v}
     return s
+
+
+def ipi_rows(tp):
+    """Table rows: IPIs a second (CAL + RES, /proc/interrupts) per CPU
+    during the pipe runs, median over the runs of each state."""
+    st = ((tp.get('bench') or {}).get('pipe') or {}).get('ipis_by_state')
+    if not st or not st.get('A'):
+        return []
+    names = {'A': 'without', 'B': 'cgroup_energy', 'C': 'eBPF peer',
+             'D': 'cgroup_energy, sampler every 10 s'}
+
+    def cpus(sps):
+        return ' / '.join(f'{sp["median"]:.0f} ({sp["min"]:.0f}-'
+                          f'{sp["max"]:.0f})' for sp in sps)
+    return [f'| pipe: IPIs a second (CAL + RES), CPU 0 / CPU 1: '
+            f'{names.get(s, s)} | {cpus(sps)} | |'
+            for s, sps in st.items() if sps]
 
 
 def migrate_figures(mg):
@@ -546,6 +566,7 @@ def markdown(d):
                      f'(diagnostic) | {spread_txt(b["summary"].get("D"))} | |')
     if raw.get('throughput', {}).get('error'):
         L.append(f'| throughput | error: {raw["throughput"]["error"][:200]} | |')
+    L += ipi_rows(raw.get('throughput', {}))
     L += migrate_rows(raw.get('migrate', {}))
     peer_err = [e for e in raw.get('throughput', {}).get('errors', [])
                 if 'bpftrace' in e or 'eBPF' in e]

@@ -80,6 +80,20 @@ def spread(xs):
             'n': len(xs)}
 
 
+def ipi_counts():
+    """Function-call and reschedule IPIs received per CPU since boot
+    (/proc/interrupts CAL and RES, summed): what the kernel counted, not
+    the module."""
+    rows = {}
+    for line in Path('/proc/interrupts').read_text().splitlines():
+        f = line.split()
+        if f and f[0] in ('CAL:', 'RES:'):
+            rows[f[0]] = [int(x) for x in f[1:] if x.isdigit()]
+    if len(rows) != 2:
+        raise RuntimeError('no CAL or RES line in /proc/interrupts')
+    return [c + r for c, r in zip(rows['CAL:'], rows['RES:'])]
+
+
 def pin_self():
     if os.cpu_count() and os.cpu_count() > AUX_CPU:
         os.sched_setaffinity(0, {AUX_CPU})
@@ -337,7 +351,7 @@ def alternate(a, w, pairs, deadline):
     # warm-up runs, not counted (page cache, TCG's code cache)
     for _ in range(a.warmup):
         w.once()
-    v, errors, peer, loads, attaches = [], [], [], [], []
+    v, errors, peer, loads, attaches, ipis = [], [], [], [], [], []
     bt = None
     bt_ok = False
     t0 = time.monotonic()
@@ -363,11 +377,17 @@ def alternate(a, w, pairs, deadline):
             if s in 'BD':
                 loads.append(round(insmod(a.ko, *(D_ARGS if s == 'D'
                                                    else [])), 2))
+            i0, t1 = ipi_counts(), time.monotonic()
             v.append(w.once())
+            dt = time.monotonic() - t1
+            ipis.append([round((y - x) / dt, 1)
+                         for x, y in zip(i0, ipi_counts())])
         except Exception as e:          # noqa: BLE001 - recorded, run goes on
             errors.append(f'{w.name} run {i} ({s}): {e}')
             if len(v) < i + 1:
                 v.append(None)
+            if len(ipis) < i + 1:
+                ipis.append(None)
         finally:
             if s in 'BD' and Path(f'/sys/module/{MOD}').exists():
                 rmmod()
@@ -388,10 +408,24 @@ def alternate(a, w, pairs, deadline):
             'summary': {s: ratio_summary(r) for s, r in ratios.items()},
             'by_state': {s: spread([x for x, t in zip(v, seq) if t == s and x])
                          for s in ['A'] + states},
+            # per run, per CPU: IPIs a second over the timed run
+            'ipis_per_s': ipis,
+            'ipis_by_state': ipi_spread(seq, ipis, ['A'] + states),
             'errors': errors, 'bpftrace_attach_s': attaches,
             'insmod_s': loads, 'bpftrace_accounted': peer,
             'stopped_early': stopped_early,
             'seconds': round(time.monotonic() - t0, 1)}
+
+
+def ipi_spread(seq, ipis, states):
+    """{state: [spread of IPIs a second, per CPU]} over the runs of each
+    state in @seq."""
+    out = {}
+    for s in states:
+        runs = [r for r, t in zip(ipis, seq) if t == s and r]
+        out[s] = [spread([r[c] for r in runs])
+                  for c in range(len(runs[0]))] if runs else []
+    return out
 
 
 # ----------------------------------------------------------------- selftime

@@ -116,3 +116,20 @@ def bench_spread(xs):
     import statistics
     return {'median': statistics.median(xs), 'min': min(xs), 'max': max(xs),
             'n': len(xs)}
+
+
+def test_ipi_rows():
+    """The pipe runs' IPIs a second per CPU and state, on made-up runs (a
+    failed run, None, left out)."""
+    import guest_bench
+    st = guest_bench.ipi_spread('ABBA', [[1, 2], [3, 4], None, [5, 6]],
+                                ['A', 'B'])
+    assert [x['median'] for x in st['A']] == [3, 4]
+    assert [x['n'] for x in st['B']] == [1, 1]
+    rows = bench.ipi_rows({'bench': {'pipe': {'ipis_by_state': st}}})
+    assert rows == [
+        '| pipe: IPIs a second (CAL + RES), CPU 0 / CPU 1: without | '
+        '3 (1-5) / 4 (2-6) | |',
+        '| pipe: IPIs a second (CAL + RES), CPU 0 / CPU 1: cgroup_energy | '
+        '3 (3-3) / 4 (4-4) | |']
+    assert bench.ipi_rows({}) == []
