@@ -549,9 +549,7 @@ def markdown(d):
           'TCG figures are relative: compare ratios, not absolute times. ')
          + 'Ratios are throughput with / without: the median of the '
          'pairwise ratios of adjacent runs (min–max, number of pairs, and '
-         'the 95 % confidence interval of the median, by a moving-block '
-         'bootstrap over the ratios in run order: neighbouring ratios '
-         'share an A run).', '',
+         'the 95 % confidence interval of the median).', '',
          '| measure | value | target |', '|---|---|---|']
     tp = raw.get('throughput', {}).get('bench', {})
     for name in ('pipe', 'hackbench'):

@@ -35,7 +35,6 @@ import errno
 import json
 import math
 import os
-import random
 import re
 import shutil
 import signal
@@ -302,34 +301,20 @@ def pair_ratios(seq, v):
     return out
 
 
-# Consecutive ratios of one state can share an A run (A B A B A: the
-# middle A is in two ratios), so they are not independent: the interval is
-# a moving-block bootstrap of the median over the ratios in run order, in
-# blocks of BOOT_BLOCK (any two ratios sharing a run are neighbours, at
-# most two apart where blocks of two runs, C C, sit between As).
-BOOT_BLOCK = 3
-BOOT_DRAWS = 4000
-
-
-def median_ci(xs, conf=0.95, block=BOOT_BLOCK, draws=BOOT_DRAWS):
-    """The @conf interval of the median of @xs (in run order) by a
-    moving-block bootstrap (fixed seed: a run's interval is reproducible):
-    (low, high), or None for fewer than 6 values."""
+def median_ci(xs, conf=0.95):
+    """Distribution-free confidence interval of the median (order
+    statistics, binomial): (low, high), or None for fewer than 6 values."""
     n = len(xs)
     if n < 6:
         return None
-    rnd = random.Random(0)
-    starts, k = n - block + 1, -(-n // block)
-    meds = []
-    for _ in range(draws):
-        sample = []
-        for _ in range(k):
-            j = rnd.randrange(starts)
-            sample += xs[j:j + block]
-        meds.append(statistics.median(sample[:n]))
-    meds.sort()
-    lo = int((1 - conf) / 2 * draws)
-    return meds[lo], meds[draws - 1 - lo]
+    xs = sorted(xs)
+    cdf, j = 0.0, 0
+    for i in range(n + 1):
+        cdf += math.comb(n, i) / 2 ** n
+        if cdf > (1 - conf) / 2:
+            j = i
+            break
+    return xs[max(0, j - 1)], xs[min(n - 1, n - j)]
 
 
 def ratio_summary(rs):

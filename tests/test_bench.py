@@ -17,7 +17,6 @@ about 15 % from run to run, so this fails only on a gross regression:
 Other flavours than the baseline's are skipped. `make bench` measures it all.
 """
 import json
-import statistics
 import sys
 from pathlib import Path
 
@@ -134,16 +133,3 @@ def test_ipi_rows():
         '| pipe: IPIs a second (CAL + RES), CPU 0 / CPU 1: cgroup_energy | '
         '3 (3-3) / 4 (4-4) | |']
     assert bench.ipi_rows({}) == []
-
-
-def test_median_ci_block_bootstrap():
-    """The interval of the median: None below 6 ratios, a point for equal
-    ratios, reproducible, and containing the median of ratios in any
-    order."""
-    import guest_bench
-    assert guest_bench.median_ci([1.0] * 5) is None
-    assert guest_bench.median_ci([0.9] * 12) == (0.9, 0.9)
-    xs = [1 + 0.01 * ((7 * i) % 13 - 6) for i in range(40)]
-    lo, hi = guest_bench.median_ci(xs)
-    assert (lo, hi) == guest_bench.median_ci(xs)
-    assert min(xs) <= lo <= statistics.median(xs) <= hi <= max(xs)
