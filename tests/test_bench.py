@@ -133,3 +133,29 @@ def test_ipi_rows():
         '| pipe: IPIs a second (CAL + RES), CPU 0 / CPU 1: cgroup_energy | '
         '3 (3-3) / 4 (4-4) | |']
     assert bench.ipi_rows({}) == []
+
+
+def test_median_ci_covers_with_shared_runs():
+    """The order-statistics interval of the median treats the ratios as
+    independent, but neighbouring ratios share an A run (A B A B A). On
+    simulated runs (each run's throughput lognormal, 12 % noise, over a
+    drift with lag-1 correlation 0.5, 10 %; B 5 % slower), paired as the
+    benchmark pairs them, it still holds the true ratio in at least 90 %
+    of 400 sequences (93-97 % in a simulation of 300 per case at 10, 12
+    and 40 pairs; a moving-block bootstrap of the median, tried instead,
+    held it in 80-83 % at 10-12 pairs and 90-94 % at 40)."""
+    import math
+    import random
+    import guest_bench
+    rnd = random.Random(5)
+    for n in (12, 40):
+        hit = 0
+        for _ in range(400):
+            seq, v, d = guest_bench.schedule({'B': n}), [], 0.0
+            for s in seq:
+                d = 0.5 * d + rnd.gauss(0, 0.1) * math.sqrt(0.75)
+                v.append(math.exp(d + rnd.gauss(0, 0.12)) *
+                         (0.95 if s == 'B' else 1))
+            lo, hi = guest_bench.median_ci(guest_bench.pair_ratios(seq, v)['B'])
+            hit += lo <= 0.95 <= hi
+        assert hit >= 0.9 * 400, (n, hit)
