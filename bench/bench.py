@@ -425,7 +425,8 @@ def ipi_rows(tp):
     def cpus(sps):
         return ' / '.join(f'{sp["median"]:.0f} ({sp["min"]:.0f}-'
                           f'{sp["max"]:.0f})' for sp in sps)
-    return [f'| pipe: IPIs a second (CAL + RES), CPU 0 / CPU 1: '
+    return [f'| pipe: IPIs a second (CAL + RES), '
+            f'{" / ".join(f"CPU {c}" for c in range(len(sps)))}: '
             f'{names.get(s, s)} | {cpus(sps)} | |'
             for s, sps in st.items() if sps]
 

@@ -46,7 +46,7 @@ from fractions import Fraction
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / 'tests/vm/guest'))
-from common import CG, EN, PARAMS, info  # noqa: E402
+from common import CG, EN, PARAMS, cpu_usage, info  # noqa: E402
 
 TRACING = Path('/sys/kernel/tracing')
 BENCH_CG = CG / 'bench'
@@ -838,11 +838,6 @@ def hop_dirs(depth):
     return pair, chain[1:]
 
 
-def remove_dirs(pair, chain):
-    for d in [*pair, *reversed(chain)]:
-        d.rmdir()
-
-
 def hop(a, pair, hops):
     p = run(['taskset', '-c', str(BENCH_CPU), a.cghop, str(hops),
              *map(str, pair)], timeout=600)
@@ -914,7 +909,7 @@ def cmd_migrate(a):
                                     if t == s and x])
                          for s in ['A'] + states}}
         try:
-            remove_dirs(*dirs[d])
+            remove_cgroups([*dirs[d][0], *reversed(dirs[d][1])])
         except OSError as e:
             errors.append(f'migrate: cleanup at depth {d}: {e}')
     out['seconds'] = round(time.monotonic() - t0, 1)
@@ -1008,7 +1003,8 @@ def cyclictest_run(a, s):
     load = subprocess.Popen(
         ['sh', '-c', f'while :; do hackbench -g {a.hb_groups} -l '
          f'{a.hb_loops} >/dev/null 2>&1; done'], start_new_session=True)
-    hist = '/tmp/cyclic.hist'
+    hist = Path('/tmp/cyclic.hist')
+    hist.unlink(missing_ok=True)     # no earlier run's histogram read
     try:
         run(['cyclictest', '-m', '-S', '-p', '95', '-i', '1000', '-D',
              f'{a.seconds}s', '-q', '-h', str(a.hist_us),
@@ -1081,11 +1077,6 @@ def remove_cgroups(dirs, timeout=60):
                 time.sleep(0.1)
 
 
-def cpu_usage_us(cg):
-    return int(re.search(r'usage_usec (\d+)',
-                         (cg / 'cpu.stat').read_text()).group(1))
-
-
 def sampler_cost(a):
     """cgroup_energy's sampler in the state as it is: µs per sample from
     ftrace (function_graph on cge_sample_fn), over a.module_s seconds."""
@@ -1129,11 +1120,15 @@ def poller_count(a, nproc, ncg):
             p.stop()
         row['module'] = sampler_cost(a)
     finally:
-        if load.poll() is None:
-            load.stdin.write('quit\n')
-            load.stdin.flush()
-        load.wait(120)
-    remove_cgroups([*sorted(POLL_CG.glob('c[0-9]*')), POLL_CG])
+        try:
+            if load.poll() is None:
+                load.stdin.write('quit\n')
+                load.stdin.flush()
+            load.wait(120)
+        except (OSError, subprocess.TimeoutExpired):
+            load.kill()             # its sleepers die with it (PDEATHSIG)
+            load.wait()
+        remove_cgroups([*sorted(POLL_CG.glob('c[0-9]*')), POLL_CG])
     warm = polls[1:]
     row.update(
         seen_procs=polls[-1]['procs'], seen_cgroups=polls[-1]['cgroups'],
@@ -1162,7 +1157,7 @@ def poller_blind(a):
         p.poll()
         before = p.poll()
         due = before['t0_ns'] + (a.interval_ms - 500) * 1000000
-        u0, b0 = cpu_usage_us(BURST_CG), time.monotonic_ns()
+        u0, b0 = cpu_usage(BURST_CG.name), time.monotonic_ns()
         tasks, chunk_ns = 0, 0
         while (tasks < a.burst
                and time.monotonic_ns() + 1.5 * chunk_ns < due):
@@ -1171,11 +1166,11 @@ def poller_blind(a):
                  str(BURST_CG), str(a.burst_chunk), str(a.burst_ms)])
             chunk_ns = time.monotonic_ns() - c0
             tasks += a.burst_chunk
-        b1, u1 = time.monotonic_ns(), cpu_usage_us(BURST_CG)
+        b1, u1 = time.monotonic_ns(), cpu_usage(BURST_CG.name)
         after = p.poll()
     finally:
         p.stop()
-    remove_cgroups([BURST_CG])
+        remove_cgroups([BURST_CG])
     out = {'tasks': tasks, 'task_ms': a.burst_ms,
            'between_polls': before['t1_ns'] < b0 and b1 < after['t0_ns'],
            'burst_s': round((b1 - b0) / 1e9, 2),
@@ -1196,7 +1191,11 @@ def cmd_poller(a):
             out['counts'].append({'procs': nproc, 'cgroups': ncg,
                                   'error': str(e)})
             log(f'poller: {nproc}: {e}')
-    out['short_tasks'] = poller_blind(a)
+    try:
+        out['short_tasks'] = poller_blind(a)
+    except Exception as e:          # noqa: BLE001 - the counts are kept
+        out['short_tasks'] = {'error': str(e)}
+        log(f'poller: short tasks: {e}')
     result(out)
 
 
@@ -1313,6 +1312,8 @@ def main(argv=None):
     sub.add_parser('tools')
 
     a = ap.parse_args(argv)
+    if a.cmd == 'poller' and a.polls < 2:
+        ap.error('--polls: at least 2 (the first is reported apart)')
     {'throughput': cmd_throughput, 'selftime': cmd_selftime,
      'ebpfcost': cmd_ebpfcost, 'sampler': cmd_sampler,
      'migrate': cmd_migrate, 'cyclictest': cmd_cyclictest,

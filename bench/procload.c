@@ -6,7 +6,8 @@
  *                            NCG cgroups DIR/cNNNNN. Prints "ready <ns>"
  *                            (setup time), then exits on "quit" on stdin,
  *                            killing them.
- *   procload -b DIR N MS     N short-lived processes in the cgroup DIR, one
+ *   procload -b DIR N MS     N short-lived processes in the cgroup DIR (this
+ *                            process moves there and forks them), one
  *                            after the other, each busy for MS ms of its own
  *                            CPU time and gone. Prints "done <ns>".
  *
@@ -24,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -56,9 +58,13 @@ static int join(const char *dir)
 	return ok ? 0 : -1;
 }
 
+/* Sleeps until killed: by spread(), or with it (PR_SET_PDEATHSIG). */
 static int sleeper(void *arg)
 {
 	(void)arg;
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() == 1)
+		return 0;
 	for (;;)
 		syscall(SYS_pause);
 	return 0;
@@ -71,40 +77,44 @@ static int spread(const char *base, long ncg, long nproc)
 	pid_t *kids = calloc(nproc, sizeof(*kids));
 	char *stacks = malloc(nproc * STACK);
 	long c, i, n = 0;
+	int ret = 1;
 
 	if (!kids || !stacks || (mkdir(base, 0755) && errno != EEXIST)) {
 		perror(base);
-		return 1;
+		goto out;
 	}
 	for (c = 0; c < ncg; c++) {
 		snprintf(dir, sizeof(dir), "%s/c%05ld", base, c);
 		if ((mkdir(dir, 0755) && errno != EEXIST) || join(dir)) {
 			perror(dir);
-			return 1;
+			goto out;
 		}
 		for (i = c * nproc / ncg; i < (c + 1) * nproc / ncg; i++) {
 			kids[n] = clone(sleeper, stacks + (i + 1) * STACK,
 					CLONE_VM | SIGCHLD, NULL);
 			if (kids[n] < 0) {
 				perror("clone");
-				return 1;
+				goto out;
 			}
 			n++;
 		}
 	}
 	if (join(base)) {
 		perror(base);
-		return 1;
+		goto out;
 	}
 	printf("ready %lld\n", clock_ns(CLOCK_MONOTONIC) - t0);
 	fflush(stdout);
 	while (fgets(line, sizeof(line), stdin) && strncmp(line, "quit", 4))
 		;
+	ret = 0;
+out:
+	/* on an error too: no sleeper outlives this process */
 	for (i = 0; i < n; i++)
 		kill(kids[i], SIGKILL);
 	for (i = 0; i < n; i++)
 		waitpid(kids[i], NULL, 0);
-	return 0;
+	return ret;
 }
 
 static int burst(const char *dir, long n, long ms)
@@ -113,6 +123,11 @@ static int burst(const char *dir, long n, long ms)
 	int status;
 	long i;
 
+	/* each task in the cgroup from its first instruction */
+	if (join(dir)) {
+		perror(dir);
+		return 1;
+	}
 	for (i = 0; i < n; i++) {
 		pid_t pid = fork();
 
@@ -121,8 +136,6 @@ static int burst(const char *dir, long n, long ms)
 			return 1;
 		}
 		if (!pid) {
-			if (join(dir))
-				_exit(1);
 			while (clock_ns(CLOCK_PROCESS_CPUTIME_ID) < ms * 1000000)
 				;
 			_exit(0);

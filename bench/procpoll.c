@@ -257,12 +257,23 @@ int main(int argc, char **argv)
 		else
 			return 2;
 	}
+	if (interval_ms < 1 || polls < 0) {
+		fprintf(stderr, "procpoll: -i must be > 0 and -n >= 0\n");
+		return 2;
+	}
 	clock_gettime(CLOCK_MONOTONIC, &at);
 	for (seq = 1; !polls || seq <= polls; seq++) {
 		poll_once(seq, watch ? cg_intern(watch) : -1);
-		at.tv_nsec += (interval_ms % 1000) * 1000000;
-		at.tv_sec += interval_ms / 1000 + at.tv_nsec / 1000000000;
-		at.tv_nsec %= 1000000000;
+		/*
+		 * the next deadline on the interval's grid; those a long poll
+		 * overran are skipped, as Go's time.Ticker drops ticks
+		 */
+		do {
+			at.tv_nsec += (interval_ms % 1000) * 1000000;
+			at.tv_sec += interval_ms / 1000 + at.tv_nsec / 1000000000;
+			at.tv_nsec %= 1000000000;
+		} while (at.tv_sec * 1000000000LL + at.tv_nsec <=
+			 clock_ns(CLOCK_MONOTONIC));
 		clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &at, NULL);
 	}
 	return 0;

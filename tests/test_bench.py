@@ -156,6 +156,7 @@ def test_median_ci_covers_with_shared_runs():
                 d = 0.5 * d + rnd.gauss(0, 0.1) * math.sqrt(0.75)
                 v.append(math.exp(d + rnd.gauss(0, 0.12)) *
                          (0.95 if s == 'B' else 1))
-            lo, hi = guest_bench.median_ci(guest_bench.pair_ratios(seq, v)['B'])
+            rs = guest_bench.pair_ratios(seq, v)['B']
+            lo, hi = guest_bench.median_ci(rs)
             hit += lo <= 0.95 <= hi
         assert hit >= 0.9 * 400, (n, hit)

@@ -136,14 +136,14 @@ def test_energy_of_the_package_it_ran_on(hw):
 
 
 def _filled(w, cpus):
-    """Premise: busy loops on @cpus CPUs filled the window w (inside()'s
-    window(): the kernel's cpu.stat against the time between the module's
-    samples). Pinned loops that run from before the window to after it
-    lose only what per-CPU kernel threads and interrupts take; cpu.stat
-    counts a running task up to its last update (a tick, 4 ms), at both
-    ends."""
-    assert 0.95 * cpus * w['window_us'] <= w['cpu_us'] <= \
-        cpus * (w['window_us'] + 8000), w
+    """Premise: busy loops on @cpus CPUs filled the window @w (window() of
+    guest_rapl.py: the kernel's cpu.stat over the time between its two
+    reads). Pinned loops that run from before the window to after it lose
+    only what kernel threads and interrupts take there: 1.000 of 2 CPUs
+    (s_cores) and 0.990 of one beside a CPU's hotplug (s_sibling), amd-zen
+    on 5.10 in a window of 4.8 s. No upper bound: cpu.stat counts a running
+    task up to its last update, which a late tick delays."""
+    assert w['cpu_us'] >= 0.95 * cpus * w['window_us'], w
 
 
 def _only(profile, hw):

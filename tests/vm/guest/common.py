@@ -52,6 +52,17 @@ def running(cgs, timeout=60):
         time.sleep(0.05)
 
 
+def populated(cgs, timeout=60):
+    """Wait until every cgroup of @cgs holds a process (cgroup.events)."""
+    deadline = time.monotonic() + timeout
+    for cg in cgs:
+        while 'populated 1' not in \
+                (CG / cg / 'cgroup.events').read_text().splitlines():
+            if time.monotonic() > deadline:
+                raise RuntimeError(f'{cg}: not populated after {timeout} s')
+            time.sleep(0.01)
+
+
 def usage_at(cgs):
     """{cgroup: usage_usec} of @cgs and the time of the reads
     ('at_us', CLOCK_MONOTONIC): a premise that loops filled a window

@@ -110,7 +110,11 @@ def _loops(cgs, cgwork, seconds):
                                str(CG / cg), '-p', str(cpu), 'busy',
                                str(seconds)])
              for cpu, cg in enumerate(cgs)]
-    running(cgs)                # exec under TCG: 0.2-0.7 s
+    try:
+        running(cgs)            # exec under TCG: 0.2-0.7 s
+    except Exception:
+        Work.stop(procs, cgs)
+        raise
     return procs
 
 

@@ -18,7 +18,7 @@ from vm.harness import PM_TEST_DELAY  # noqa: E402
 from common import (CG, EN, REPO, Work, conservation_ok, cpu_usage, dmesg,
                     freeze, housekeeping_on_cpu0, info,
                     insmod, kv, main_args, mkcg, mount_en, next_sample,
-                    proc_idle_usec, proc_sys_usec, rmmod, scenarios, set_param, get_param, settle, sh,
+                    populated, proc_idle_usec, proc_sys_usec, rmmod, scenarios, set_param, get_param, settle, sh,
                     snapshot, stat, umount_en, wait_records, SYS_KINDS)
 from drain import s_drain, s_drain_base
 
@@ -213,6 +213,9 @@ def s_overflow(ctx):
         freeze('ovf')
         try:
             ps = [W.start(cg, 'sleeper', 20000, 3, cpu=0) for cg in cgs]
+            # each child made in its cgroup (after cgwork's exec) before
+            # the thaw
+            populated(cgs)
         finally:
             freeze('ovf', False)
         for p in ps:

@@ -71,8 +71,9 @@ def s_background(ctx):
 
 def s_coefficient_change(ctx):
     mkcg('coef')
-    # 8 s: still running after the thaw, however long the frozen steps
-    # take on a starved guest
+    # 8 s: 6 s from the freeze, 2 s in, for the frozen steps and then the
+    # wakeups after the thaw (4 s before: the margin a starved guest's
+    # snapshot retries can take)
     p = W.start('coef', 'sleeper', 2000, 2 * RUN_S, cpu=1)
     time.sleep(RUN_S / 2)
     # Frozen and settled, the cgroup has nothing left to charge: a sample
