@@ -992,12 +992,16 @@ def cmd_cyclictest(a):
         out[s] = pool_runs([r for r in out['runs'] if r['state'] == s],
                            a.hist_us)
         log(f'cyclictest: {s} pooled: {out[s]}')
+    # pooled: the runs' histograms (every 1 µs bucket) are not kept
+    for r in out['runs']:
+        del r['hist']
     result(out)
 
 
 def cyclictest_run(a, s):
     """One cyclictest run under the hackbench loop, the module loaded if s
-    is 'B': its percentiles, overflows and histogram ([µs, samples])."""
+    is 'B': its percentiles, overflows and histogram ([µs, samples] of
+    the buckets that hold any)."""
     if s == 'B':
         insmod(a.ko)
     load = subprocess.Popen(
@@ -1021,7 +1025,7 @@ def cyclictest_run(a, s):
          'overflows_per_thread': h['overflows'],
          'pct_us': hist_percentiles(h['counts'], over, a.hist_us)}
     log(f'cyclictest: {r}')
-    r['hist'] = sorted(h['counts'].items())
+    r['hist'] = sorted((us, n) for us, n in h['counts'].items() if n)
     return r
 
 
