@@ -48,6 +48,10 @@ def test_baseline_file():
     base = baseline()
     for key in ('flavour', 'ns_per_switch', 'pipe_share'):
         assert base.get(key), f'{bench.BASELINE}: no {key}'
+    # recorded as the short version runs here: trace events held on
+    # (harness.run_vm's default)
+    assert base.get('hold_tracepoints') is True, \
+        f'{bench.BASELINE}: not recorded with the trace events held'
 
 
 def test_short_bench_runs(short):

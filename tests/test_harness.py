@@ -2,6 +2,7 @@
 """Tests of the VM harness itself: boots, runs commands, catches splats."""
 import re
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -204,9 +205,60 @@ def test_boot_past_init_is_not_retried(monkeypatch, tmp_path):
     # failure of the run, not a boot to retry
     stub_boot(monkeypatch, tmp_path,
               'echo "cge-guest: mounting"; exec sleep 60')
-    with pytest.raises(harness.VMError, match='timed out after 4 s'):
+    with pytest.raises(harness.VMError, match='timed out after 4 s') as e:
         harness.run_vm('6.1', 'true', timeout=4)
+    assert 'no answer from the QEMU monitor' in str(e.value)
     assert len([d for d in tmp_path.iterdir() if not d.is_symlink()]) == 1
+
+
+# A QEMU human monitor as QEMU 10.0 answers on its socket (the command line
+# echoed with terminal escapes, \r\n line ends), for two vCPUs: vCPU 0
+# spins with interrupts off, vCPU 1 is idle.
+FAKE_MONITOR = r'''
+import socket, sys
+print('cge-guest: up 1.00', flush=True)
+srv = socket.socket(socket.AF_UNIX)
+srv.bind(sys.argv[1])
+srv.listen(8)
+regs = ('CPU#0\r\nRAX=0000000000000000 RBX=0000000000000001\r\n'
+        'RIP=ffffffff81a5258c RFL=00000046 [---Z-P-] CPL=0 II=0 A20=1 '
+        'SMM=0 HLT=0\r\nCPU#1\r\nRAX=ffffffff81a59180\r\n'
+        'RIP=ffffffff81a592eb RFL=00000212 [----A--] CPL=0 II=0 A20=1 '
+        'SMM=0 HLT=1\r\n')
+while True:
+    c, _ = srv.accept()
+    c.sendall(b"QEMU 10.0.2 monitor - type 'help'\r\n(qemu) ")
+    for line in c.makefile('rb'):
+        cmd = line.decode().strip()
+        out = (regs if cmd == 'info registers -a' else
+               'ffffffff81a5258b: 0x0f 0x1f 0x44 0x00\r\n'
+               if cmd.startswith('x/16xb 0xffffffff81a5258b') else '')
+        c.sendall(f'{cmd[0]}\x1b[K{cmd}\x1b[K\r\n{out}(qemu) '.encode())
+    c.close()
+'''
+
+
+def test_timeout_dumps_the_vcpus(monkeypatch, tmp_path):
+    # a guest that stops making progress: at the timeout the harness asks
+    # QEMU's monitor what each vCPU is doing, writes it all to hang.txt and
+    # says it in the error
+    stub_boot(monkeypatch, tmp_path, '')
+    fake = tmp_path / 'fake_qemu.py'
+    fake.write_text(FAKE_MONITOR)
+    monkeypatch.setattr(harness, 'qemu_command',
+                        lambda *a, monitor_path=None, **kw:
+                        [sys.executable, str(fake), str(monitor_path)])
+    with pytest.raises(harness.VMError, match='timed out after 4 s') as e:
+        harness.run_vm('6.1', 'true', timeout=4)
+    msg = str(e.value)
+    assert ('vCPU 0: RIP ffffffff81a5258c (5 samples), interrupts off\n'
+            in msg), msg
+    assert ('vCPU 1: RIP ffffffff81a592eb (5 samples), interrupts on, '
+            'halted\n' in msg), msg
+    hang = (e.value.result.rundir / 'hang.txt').read_text()
+    assert 'RFL=00000046' in hang and '\x1b' not in hang
+    assert '(qemu) x/16xb 0xffffffff81a5258b\nffffffff81a5258b: 0x0f' in hang
+    assert e.value.result.timed_out
 
 
 def test_installed_qemu_is_new_enough():

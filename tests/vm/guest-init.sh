@@ -35,7 +35,7 @@ if ! mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 cgerun /run/cge; 
 	halt
 fi
 # shellcheck disable=SC1091
-. /run/cge/config                 # REPO, CGE_FLAVOUR, CGE_KVER
+. /run/cge/config                 # REPO, CGE_FLAVOUR, CGE_KVER, CGE_HOLD_TP
 export HOME=/tmp LANG=C.UTF-8 PYTHONDONTWRITEBYTECODE=1 CGE_GUEST=1
 export CGE_FLAVOUR CGE_KVER REPO
 # The kernel's TSC calibration against the PIT went wrong, and it said so:
@@ -50,6 +50,23 @@ if [ -n "$bad" ]; then
 	halt
 fi
 say "up $(cut -d' ' -f1 /proc/uptime)"
+
+# Hold the trace events of the tracepoints the module hooks on, recording
+# nothing (tracing_on 0), so that its load and unload never live-patch
+# kernel text: QEMU's multi-threaded TCG, 10.0 too, can keep running an int3
+# the kernel has patched out (tests/vm/repro/mttcg-int3/). make bench does
+# not hold them (harness.run_vm's hold_tracepoints).
+T=/sys/kernel/tracing
+if [ "${CGE_HOLD_TP:-0}" = 1 ] && [ -d $T/events/sched/sched_switch ]; then
+	echo 0 >$T/tracing_on
+	held=
+	for ev in sched/sched_switch cgroup/cgroup_attach_task cgroup/cgroup_rmdir; do
+		if [ -f $T/events/$ev/enable ] && echo 1 >$T/events/$ev/enable; then
+			held="$held ${ev#*/}"
+		fi
+	done
+	say "holding trace events on:$held"
+fi
 
 for f in /run/cge/cmd/*; do
 	[ -f "$f" ] || continue

@@ -26,6 +26,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import warnings
@@ -33,11 +34,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 try:
-    from . import build, initramfs, kernels, pvh
+    from . import build, initramfs, kernels, monitor, pvh
 except ImportError:                       # run as a script
     import build
     import initramfs
     import kernels
+    import monitor
     import pvh
 
 REPO = Path(__file__).resolve().parents[2]
@@ -105,6 +107,8 @@ class VMResult:
     duration: float = 0.0            # QEMU start to exit, s
     exit_status: int | None = None   # QEMU's (via timeout); informative only
     stuck_before_init: bool = False  # stopped at boot_deadline() (_boot)
+    timed_out: bool = False          # stopped at the timeout (_boot)
+    hang: list = field(default_factory=list)  # the vCPUs then (monitor.py)
 
     @property
     def console_path(self):
@@ -227,14 +231,17 @@ def smp_option(cpus, sockets=1, dies=1, threads=1):
 
 
 def qemu_command(k, initrd, rundir, cpus, mem, append, cpu_model='max',
-                 sockets=1, dies=1, threads=1, cpu_flags=CPU_FLAGS):
+                 sockets=1, dies=1, threads=1, cpu_flags=CPU_FLAGS,
+                 monitor_path=None):
     """@cpu_model: QEMU's -cpu (the RAPL tests use models whose vendor and
     model the module's detection accepts), with @cpu_flags (CPU_FLAGS);
     @sockets, @dies, @threads: the topology the @cpus are spread over
-    (smp_option)."""
+    (smp_option); @monitor_path: a socket for QEMU's human monitor."""
     cmdline = f'{BOOT_ARGS} cge_init={GUEST_INIT} {append}'.strip()
     smp = smp_option(cpus, sockets, dies, threads)
-    return [QEMU, '-machine', 'q35', '-accel', 'tcg',
+    mon = (['-monitor', f'unix:{monitor_path},server=on,wait=off']
+           if monitor_path else [])
+    return [QEMU, '-machine', 'q35', '-accel', 'tcg', *mon,
             '-cpu', cpu_option(cpu_model, cpu_flags),
             '-smp', smp, '-m', str(mem), '-no-reboot', '-nographic',
             '-nodefaults', '-serial', 'stdio',
@@ -307,6 +314,9 @@ KEEP9P = Path(__file__).resolve().parent / 'fixtures' / 'keep9p'
 # the debug kernel) DEBUG_BOOT_DEADLINE, 240 s (4 times its slowest).
 BOOT_DEADLINE = 90
 DEBUG_BOOT_DEADLINE = 240
+# seconds past a boot's timeout before timeout(1) kills QEMU: the dump of its
+# vCPUs (monitor.dump, about 3 s) and _stop's 20 s fit in it
+HANG_GRACE = 60
 
 
 def boot_deadline(flavour):
@@ -317,9 +327,16 @@ def boot_deadline(flavour):
 
 def run_vm(flavour, commands, timeout=300, cpus=2, mem='1G', append='',
            echo=False, cpu_model='max', sockets=1, dies=1, threads=1,
-           suspend=False, cpu_flags=CPU_FLAGS):
+           suspend=False, cpu_flags=CPU_FLAGS, hold_tracepoints=True):
     """Boot flavour once, run commands in order; returns VMResult.
     @cpu_model, @sockets, @dies, @threads, @cpu_flags: see qemu_command.
+    @hold_tracepoints: before the commands, the guest enables the trace
+    events of the tracepoints the module hooks (sched_switch,
+    cgroup_attach_task, cgroup_rmdir) with tracing_on 0, so that loading
+    and unloading the module never live-patches kernel text: QEMU 10.0's
+    multi-threaded TCG can still run a stale int3
+    (tests/vm/repro/mttcg-int3/).  make bench turns it off, to measure the
+    module as on a server.
     @suspend: the commands may suspend and resume the guest (SUSPEND_CYCLE): a first
     command loads the keep9p fixture, which keeps the 9p filesystems out
     of system sleep (virtio-pci resets their devices at resume and
@@ -338,7 +355,8 @@ def run_vm(flavour, commands, timeout=300, cpus=2, mem='1G', append='',
         cmds.insert(0, ('keep9p',
                         f'insmod {build.build_external(KEEP9P, flavour)}'))
     hw = {'cpu_model': cpu_model, 'sockets': sockets, 'dies': dies,
-          'threads': threads, 'cpu_flags': cpu_flags}
+          'threads': threads, 'cpu_flags': cpu_flags,
+          'hold': hold_tracepoints}
     res = _boot(k, initrd, cmds, flavour, timeout, cpus, mem, append, echo,
                 hw)
     abort = _qemu_abort_before_init(res)
@@ -366,8 +384,9 @@ def run_vm(flavour, commands, timeout=300, cpus=2, mem='1G', append='',
     clock = _bad_clock(res)
     if clock:
         _fail(res, f'the guest miscalibrated its clock twice: {clock}')
-    if res.exit_status in (124, 137) or res.duration > timeout + 10:
-        _fail(res, f'timed out after {timeout} s')
+    if res.timed_out or res.exit_status in (124, 137):
+        _fail(res, f'timed out after {timeout} s; the vCPUs then '
+                   f'({res.rundir / "hang.txt"}):\n' + '\n'.join(res.hang))
     if (_read(res.rundir / 'verdict') or '').strip() != 'ok':
         _fail(res, 'no verdict from the guest (it crashed, rebooted or '
                    'powered off early)')
@@ -436,15 +455,25 @@ def _commit():
 
 def _boot(k, initrd, cmds, flavour, timeout, cpus, mem, append, echo, hw):
     """One boot in a new run directory; a boot still short of the guest's
-    'up' line after boot_deadline() s is stopped there."""
+    'up' line after boot_deadline() s is stopped there, one still running
+    at @timeout s is stopped after its vCPUs are dumped to hang.txt
+    (monitor.dump).  timeout(1) stops QEMU HANG_GRACE s later if this
+    process cannot."""
+    hw = dict(hw)
+    hold = hw.pop('hold', True)
     rundir = _new_rundir(flavour)
     for i, (_, cmd) in enumerate(cmds):
         (rundir / 'cmd' / f'{i:04d}').write_text(cmd + '\n')
     (rundir / 'config').write_text(
         f'REPO={shlex.quote(str(REPO))}\nCGE_FLAVOUR={shlex.quote(flavour)}\n'
-        f'CGE_KVER={shlex.quote(k.kver)}\nCGE_COMMIT={_commit()}\n')
-    argv = ['timeout', '-k', '5', str(int(timeout)),
-            *qemu_command(k, initrd, rundir, cpus, mem, append, **hw)]
+        f'CGE_KVER={shlex.quote(k.kver)}\nCGE_COMMIT={_commit()}\n'
+        f'CGE_HOLD_TP={int(bool(hold))}\n')
+    # a unix socket's path has at most 107 bytes: not in the run directory
+    mondir = Path(tempfile.mkdtemp(prefix='cge-mon-'))
+    mon = mondir / 'hmp'
+    argv = ['timeout', '-k', '5', str(int(timeout) + HANG_GRACE),
+            *qemu_command(k, initrd, rundir, cpus, mem, append, **hw,
+                          monitor_path=mon)]
     (rundir / 'qemu.cmd').write_text(shlex.join(argv) + '\n')
     res = VMResult(flavour, k.kver, rundir)
     state = {}
@@ -464,11 +493,15 @@ def _boot(k, initrd, cmds, flavour, timeout, cpus, mem, append, echo, hw):
                         now >= boot_deadline(flavour)):
                     res.stuck_before_init = True
                     res.exit_status = _stop(proc)
-                elif now > timeout + 15:
+                elif now > timeout:
+                    text, res.hang = monitor.dump(mon)
+                    (rundir / 'hang.txt').write_text(text)
+                    res.timed_out = True
                     res.exit_status = _stop(proc)
     finally:                    # an exception here must not leave QEMU
         if proc.poll() is None:
             _stop(proc)
+        shutil.rmtree(mondir, ignore_errors=True)
     pump.join(10)
     (rundir / '.done').touch()
     res.duration = time.monotonic() - t0
