@@ -38,7 +38,9 @@
 # "debug 6.1-rt"; blank- or comma-separated) the debug stage's.  The debug
 # kernel (tests/vm/debugkernel.py, about 25 CPU-minutes the first time) is
 # built in the background at nice 19 from the end of the deps stage on, so it
-# overlaps the other stages; an interrupted run stops it.
+# overlaps the other stages; an interrupted run stops it. So are the vm
+# stage's modules (tests/vm/prebuild.py: prebuild_bg), which the vm stage
+# waits for before its second part.
 # Every stage's duration is printed at the end and kept, with how long the
 # debug stage waited for that build and the build's exit status
 # ("debug-wait"; a failed build fails the debug stage), in
@@ -152,6 +154,31 @@ debug_bg() {
 	DEBUG_BG=$!
 }
 
+# The vm stage's modules, built in the background at nice 19 from the end
+# of the deps stage on (tests/vm/prebuild.py), beside the stages before the
+# vm stage and its solo part, where the guests leave the CPU idle while they
+# wait for samples; the fixtures that ask for one being built wait for it.
+prebuild_bg() {
+	selected vm || return 0
+	echo "check: building the vm stage's modules in the background" \
+		"(log: $OUT/prebuild.log)"
+	# shellcheck disable=SC2016 # expanded by the inner sh
+	setsid nice -n 19 sh -c 'echo 19 2>/dev/null >/proc/self/autogroup
+		exec "$0" tests/vm/prebuild.py "$1"' \
+		"$PY" "$CGE_FLAVOURS" >"$OUT/prebuild.log" 2>&1 &
+	PREBUILD_BG=$!
+}
+
+# Before the lane starts, whose nice 10 would starve the builds left
+prebuild_wait() {
+	[ -n "${PREBUILD_BG:-}" ] || return 0
+	w0=$(now)
+	wait "$PREBUILD_BG"
+	echo "check: the background builds: $(tail -1 "$OUT/prebuild.log")" \
+		"(waited $(( $(now) - w0 )) s)"
+	PREBUILD_BG=""
+}
+
 vm_stage() {
 	vrc=0
 	solo=""
@@ -165,6 +192,7 @@ vm_stage() {
 		# shellcheck disable=SC2086
 		pytest_stage vm-solo -m vm $solo || vrc=1
 	fi
+	prebuild_wait
 	lane_start
 	# shellcheck disable=SC2086
 	pytest_stage vm -m vm --ignore=tests/test_stress.py \
@@ -294,8 +322,9 @@ CACHE=${CGE_CACHE:-/var/cache/cgroup-energy}
 CACHE_EMPTY=$([ -n "$(ls -A "$CACHE" 2>/dev/null)" ] && echo 0 || echo 1)
 DEBUG_BG=""
 LANE_PID=""
+PREBUILD_BG=""
 stop_background() {
-	for g in $DEBUG_BG $LANE_PID; do
+	for g in $DEBUG_BG $LANE_PID $PREBUILD_BG; do
 		kill -TERM "-$g" 2>/dev/null
 	done
 }
@@ -316,6 +345,7 @@ if selected vm && [ "${CGE_OVERLAP:-1}" != 0 ]; then
 fi
 stage deps sh tests/deps.sh
 debug_bg
+prebuild_bg
 stage build make --no-print-directory tool
 stage style sh tests/style.sh
 [ $OVERLAP = 1 ] || stage host host_stage

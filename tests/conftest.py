@@ -61,17 +61,10 @@ def pytest_configure(config):
 def selected_flavours(config):
     raw = config.getoption('cge_flavours') or \
         [os.environ.get('CGE_FLAVOURS') or '6.1']
-    out = []
-    for item in raw:
-        for f in item.replace(',', ' ').split():
-            for g in (kernels.FLAVOURS if f == 'all' else [f]):
-                if g not in kernels.FLAVOURS:
-                    raise pytest.UsageError(
-                        f'unknown flavour {g!r}; known: '
-                        + ', '.join(kernels.FLAVOURS))
-                if g not in out:
-                    out.append(g)
-    return out
+    try:
+        return kernels.select_flavours(raw)
+    except kernels.KernelError as e:
+        raise pytest.UsageError(str(e)) from None
 
 
 def pytest_generate_tests(metafunc):

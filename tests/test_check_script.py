@@ -24,6 +24,8 @@ def fake_repo(tmp_path, style='exit 0', debugkernel_rc=0):
         'echo ran >> "$MARK"\n' + style + '\n')
     (tmp_path / 'tests/vm/debugkernel.py').write_text(
         f'import sys\nprint("stub build")\nsys.exit({debugkernel_rc})\n')
+    (tmp_path / 'tests/vm/prebuild.py').write_text(
+        'print("prebuild: stub")\n')
     (tmp_path / 'tests/test_stress.py').write_text(
         'import os\nimport pytest\n\npytestmark = pytest.mark.vm\n\n\n'
         'def test_stub():\n'
@@ -305,6 +307,35 @@ def test_overlap_off_runs_the_debug_stage_after_vm(tmp_path):
                    CGE_STRESS_FLAVOURS='6.1-rt,debug')
     assert r.returncode == 0, r.stdout + r.stderr
     assert ran == ['solo', 'rest end', 'stress 6.1-rt', 'stress debug'], ran
+
+
+def test_vm_modules_prebuilt_at_nice_19_before_the_second_part(tmp_path):
+    # tests/vm/prebuild.py gets CGE_FLAVOURS, runs at nice 19 in its own
+    # autogroup beside the solo part, and the second part starts after it
+    repo = fake_repo(tmp_path)
+    vm_stubs(repo)
+    (repo / 'tests/vm/prebuild.py').write_text(
+        'import os, sys, time\n'
+        'time.sleep(2)\n'
+        'ag = open("/proc/self/autogroup").read().split()[-1]\n'
+        'open(os.environ["MARK"] + ".prebuild", "w").write(\n'
+        '    f"{sys.argv[1]} {os.nice(0)} {ag}")\n'
+        'print("prebuild: 4 builds in 2 s")\n')
+    (repo / 'tests/test_engine.py').write_text(
+        'import os\nimport pytest\n\npytestmark = pytest.mark.vm\n\n\n'
+        'def test_rest():\n'
+        '    m = os.environ["MARK"]\n'
+        '    with open(m, "a") as f:\n'
+        '        f.write("rest after prebuild\\n" if os.path.exists(\n'
+        '            m + ".prebuild") else "rest before prebuild\\n")\n')
+    r, ran = check(repo, CGE_STAGES='vm', CGE_FLAVOURS='6.1,sid')
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert ran == ['solo', 'rest after prebuild'], ran
+    got = (repo / 'mark.prebuild').read_text().split()
+    assert got[:2] == ['6.1,sid', '19'], got
+    if os.path.exists('/proc/self/autogroup'):
+        assert got[2] == '19', got
+    assert 'the background builds: prebuild: 4 builds in 2 s' in r.stdout
 
 
 @pytest.mark.parametrize('stages', ['debug', 'vm debug'])

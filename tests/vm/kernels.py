@@ -155,6 +155,22 @@ def known_flavours():
     return [*FLAVOURS, *OTHER_FLAVOURS]
 
 
+def select_flavours(items):
+    """The flavours that @items name (CGE_FLAVOURS' form: each blank- or
+    comma-separated, "all" for every one of FLAVOURS), in order, once each;
+    KernelError for one that is not in FLAVOURS."""
+    out = []
+    for item in items:
+        for f in item.replace(',', ' ').split():
+            for g in (FLAVOURS if f == 'all' else [f]):
+                if g not in FLAVOURS:
+                    raise KernelError(f'unknown flavour {g!r}; known: '
+                                      + ', '.join(FLAVOURS))
+                if g not in out:
+                    out.append(g)
+    return out
+
+
 def _check_flavour(flavour):
     if flavour not in FLAVOURS and flavour not in OTHER_FLAVOURS:
         raise KernelError(f'unknown flavour {flavour!r}; known: '
