@@ -27,7 +27,7 @@
 # made 40 ms of softirq where its premise wants 60): nice 10 leaves the vm
 # stage's guests about nine tenths of a saturated host. The vm stage's first
 # part (VM_SOLO: the throughput, nohz, calibration and scrape-timing tests)
-# runs alone, before the lane starts. CGE_OVERLAP=0, or a run without the vm
+# runs before the lane starts, with only the background builds beside it. CGE_OVERLAP=0, or a run without the vm
 # stage, runs the stages one after another.
 # CGE_STAGES="host vm" runs a subset (default: every stage but server); an
 # unknown stage name, or none, stops
@@ -90,9 +90,10 @@ STRESS_FLAVOURS=$(echo "${CGE_STRESS_FLAVOURS:-debug 6.1-rt}" | tr , ' ')
 OUT=$REPO/.build/check
 mkdir -p "$OUT"
 cd "$REPO" || exit 1
-# The vm stage's tests that run with nothing beside them: their figures
-# (throughput ratios, per-interval times on nohz_full CPUs, recovered power,
-# scrape timing) depend on the host's speed.
+# The vm stage's tests that run with no other stage beside them (only the
+# background builds at nice 19: prebuild_bg): their figures (throughput
+# ratios, per-interval times on nohz_full CPUs, recovered power, scrape
+# timing) depend on the host's speed.
 VM_SOLO="tests/test_accuracy.py tests/test_bench.py tests/test_calibrate_emu.py
 	tests/test_prometheus.py"
 
@@ -169,14 +170,18 @@ prebuild_bg() {
 	PREBUILD_BG=$!
 }
 
-# Before the lane starts, whose nice 10 would starve the builds left
+# Before the lane starts, whose nice 10 would starve the builds left. How
+# long it waited and the builds' exit status are kept ("prebuild-wait"); a
+# build that failed fails the tests that need it, which build it again.
 prebuild_wait() {
 	[ -n "${PREBUILD_BG:-}" ] || return 0
 	w0=$(now)
 	wait "$PREBUILD_BG"
-	echo "check: the background builds: $(tail -1 "$OUT/prebuild.log")" \
-		"(waited $(( $(now) - w0 )) s)"
+	prc=$?
 	PREBUILD_BG=""
+	printf 'prebuild-wait\t%s\t%s\n' "$(( $(now) - w0 ))" "$prc" >>"$TSV"
+	echo "check: the background builds: $(tail -1 "$OUT/prebuild.log")" \
+		"(exit $prc, waited $(( $(now) - w0 )) s)"
 }
 
 vm_stage() {

@@ -6,6 +6,7 @@ with stubbed dpkg-query, id, apt-get and apt-cache, so nothing is built,
 booted or installed."""
 import json
 import os
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -208,7 +209,8 @@ def test_debug_stage_runs_beside_the_vm_stage_second_part(tmp_path):
     assert 'stages debug (they ran beside the vm stage)' in r.stdout
     assert '1 passed' in r.stdout.split('stages debug (they ran')[1]
     tsv, doc = timings(repo)
-    assert tsv == {'debug-wait': 0, 'vm': 0, 'debug': 0}, tsv
+    assert tsv == {'debug-wait': 0, 'prebuild-wait': 0, 'vm': 0,
+                   'debug': 0}, tsv
     assert doc['tests']['passed'] == 4, doc
 
 
@@ -241,8 +243,8 @@ def test_host_sweep_and_server_run_in_the_lane_before_debug(tmp_path):
     assert ('stages host sweep server debug (they ran beside the vm stage)'
             in r.stdout)
     tsv, doc = timings(repo)
-    assert tsv == {'debug-wait': 0, 'vm': 0, 'host': 0, 'sweep': 0,
-                   'server': 0, 'debug': 0}, tsv
+    assert tsv == {'debug-wait': 0, 'prebuild-wait': 0, 'vm': 0, 'host': 0,
+                   'sweep': 0, 'server': 0, 'debug': 0}, tsv
     assert doc['tests']['passed'] == 6, doc
 
 
@@ -288,7 +290,8 @@ def test_debug_stage_beside_vm_fails_on_a_failed_build(tmp_path):
     assert ran[0] == 'solo' and sorted(ran[1:]) == ['rest end',
                                                     'stress 6.1-rt'], ran
     tsv, _ = timings(repo)
-    assert tsv == {'debug-wait': 3, 'vm': 0, 'debug': 1}, tsv
+    assert tsv == {'debug-wait': 3, 'prebuild-wait': 0, 'vm': 0,
+                   'debug': 1}, tsv
 
 
 def test_vm_alone_starts_no_debug_stage(tmp_path):
@@ -335,7 +338,48 @@ def test_vm_modules_prebuilt_at_nice_19_before_the_second_part(tmp_path):
     assert got[:2] == ['6.1,sid', '19'], got
     if os.path.exists('/proc/self/autogroup'):
         assert got[2] == '19', got
-    assert 'the background builds: prebuild: 4 builds in 2 s' in r.stdout
+    assert 'the background builds: prebuild: 4 builds in 2 s (exit 0' \
+        in r.stdout
+    tsv, _ = timings(repo)
+    assert tsv['prebuild-wait'] == 0
+
+
+def test_interrupted_run_stops_the_background_builds(tmp_path):
+    # stopped during the vm stage's solo part, while prebuild.py and a
+    # child of it (as make is) still run
+    repo = fake_repo(tmp_path)
+    vm_stubs(repo)
+    (repo / 'tests/test_accuracy.py').write_text(
+        'import time\nimport pytest\n\npytestmark = pytest.mark.vm\n\n\n'
+        'def test_solo():\n    time.sleep(60)\n')
+    (repo / 'tests/vm/prebuild.py').write_text(
+        'import os, subprocess, time\n'
+        'c = subprocess.Popen(["sleep", "60"])\n'
+        'open(os.environ["PIDS"], "w").write(f"{os.getpid()} {c.pid}")\n'
+        'time.sleep(60)\n')
+    pids = repo / 'pids'
+    e = {k: v for k, v in os.environ.items() if not k.startswith('CGE_')}
+    e.update(MARK=str(repo / 'mark'), PIDS=str(pids), CGE_STAGES='vm')
+    # in a process group of its own, stopped whole, as a terminal's ^C or
+    # a CI job's end does (the shell runs its trap once pytest has gone)
+    p = subprocess.Popen(['/bin/sh', str(repo / 'tests/check.sh')], env=e,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                         start_new_session=True)
+    deadline = time.monotonic() + 30
+    while not (pids.exists() and pids.read_text()):
+        assert time.monotonic() < deadline and p.poll() is None
+        time.sleep(0.05)
+    os.killpg(p.pid, signal.SIGTERM)
+    assert p.wait(timeout=10) == 143
+    for pid in map(int, pids.read_text().split()):
+        while time.monotonic() < deadline:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.05)
+        else:
+            raise AssertionError(f'build process {pid} survived')
 
 
 @pytest.mark.parametrize('stages', ['debug', 'vm debug'])
@@ -526,7 +570,7 @@ def test_default_stages_leave_out_server(tmp_path):
     assert {'solo', 'host', 'sweep', 'stress debug', 'rest end'} <= set(ran), ran
     tsv, doc = timings(repo)
     assert set(tsv) == {'deps', 'build', 'style', 'host', 'kunit', 'sweep',
-                        'vm', 'debug', 'debug-wait'}, tsv
+                        'vm', 'debug', 'debug-wait', 'prebuild-wait'}, tsv
     # the host's CPU over the run, from /proc/stat
     cpu = doc['cpu']
     assert cpu['cores'] == os.cpu_count(), cpu

@@ -220,9 +220,9 @@ print('cge-guest: up 1.00', flush=True)
 srv = socket.socket(socket.AF_UNIX)
 srv.bind(sys.argv[1])
 srv.listen(8)
-regs = ('CPU#0\r\nRAX=0000000000000000 RBX=0000000000000001\r\n'
+regs = ('CPU#0\r\nRAX=0000000000000000 RSP=ffffc900003ebac8\r\n'
         'RIP=ffffffff81a5258c RFL=00000046 [---Z-P-] CPL=0 II=0 A20=1 '
-        'SMM=0 HLT=0\r\nCPU#1\r\nRAX=ffffffff81a59180\r\n'
+        'SMM=0 HLT=0\r\nCPU#1\r\nRSP=ffffffff82a03e98\r\n'
         'RIP=ffffffff81a592eb RFL=00000212 [----A--] CPL=0 II=0 A20=1 '
         'SMM=0 HLT=1\r\n')
 while True:
@@ -232,7 +232,9 @@ while True:
         cmd = line.decode().strip()
         out = (regs if cmd == 'info registers -a' else
                'ffffffff81a5258b: 0x0f 0x1f 0x44 0x00\r\n'
-               if cmd.startswith('x/16xb 0xffffffff81a5258b') else '')
+               if cmd.startswith('x/16xb 0xffffffff81a5258b') else
+               'ffffc900003ebac8: 0xffffffff81a52600\r\n'
+               if cmd == 'x/48gx 0xffffc900003ebac8' else '')
         c.sendall(f'{cmd[0]}\x1b[K{cmd}\x1b[K\r\n{out}(qemu) '.encode())
     c.close()
 '''
@@ -258,6 +260,7 @@ def test_timeout_dumps_the_vcpus(monkeypatch, tmp_path):
     hang = (e.value.result.rundir / 'hang.txt').read_text()
     assert 'RFL=00000046' in hang and '\x1b' not in hang
     assert '(qemu) x/16xb 0xffffffff81a5258b\nffffffff81a5258b: 0x0f' in hang
+    assert '(qemu) x/48gx 0xffffc900003ebac8\nffffc900003ebac8: 0xffff' in hang
     assert e.value.result.timed_out
 
 
@@ -326,3 +329,26 @@ def test_boot_deadline_per_kernel():
     assert harness.boot_deadline('experimental') == 90
     assert harness.boot_deadline('6.1-rt') == 90
     assert harness.boot_deadline('debug') == 240
+
+
+@pytest.mark.parametrize('held, hold, ok', [
+    ('sched_switch cgroup_attach_task cgroup_rmdir', True, True),
+    ('sched_switch', True, False),
+    ('', False, True)])
+def test_a_guest_that_did_not_hold_fails(monkeypatch, tmp_path, held, hold,
+                                         ok):
+    # guest-init.sh says which trace events it holds on; with the hold, a
+    # guest that misses one would let the module's load patch kernel text
+    stub_boot(monkeypatch, tmp_path, '')
+    monkeypatch.setattr(
+        harness, 'qemu_command',
+        lambda k, initrd, rundir, *a, **kw: [
+            'sh', '-c', 'echo "cge-guest: up 1.00"; '
+            + (f'echo "cge-guest: holding trace events on: {held}"; '
+               if hold else '') + f'echo ok >{rundir}/verdict'])
+    if ok:
+        harness.run_vm('6.1', [], timeout=30, hold_tracepoints=hold)
+        return
+    with pytest.raises(harness.VMError, match=r"did not hold the trace "
+                       r"events \['cgroup_attach_task', 'cgroup_rmdir'\]"):
+        harness.run_vm('6.1', [], timeout=30, hold_tracepoints=hold)

@@ -7,7 +7,9 @@
 Sources are copied with `rsync -a` (mtimes kept, so make rebuilds only what
 changed) into a per-kernel out-of-tree copy, then built with
 `make -C <kdir> M=<copy> modules` (for sid, inside the sid chroot, with the
-copy bind-mounted: sid.make_module).
+copy bind-mounted: sid.make_module).  A process does this once per
+directory and make arguments (_DONE): an edit made while it runs is not
+built until the next.
 
 CLI: build.py [--flavour 6.1] [--src DIR]   (prints the .ko path)
 """

@@ -232,11 +232,12 @@ def smp_option(cpus, sockets=1, dies=1, threads=1):
 
 def qemu_command(k, initrd, rundir, cpus, mem, append, cpu_model='max',
                  sockets=1, dies=1, threads=1, cpu_flags=CPU_FLAGS,
-                 monitor_path=None):
+                 monitor_path=None, qemu_args=()):
     """@cpu_model: QEMU's -cpu (the RAPL tests use models whose vendor and
     model the module's detection accepts), with @cpu_flags (CPU_FLAGS);
     @sockets, @dies, @threads: the topology the @cpus are spread over
-    (smp_option); @monitor_path: a socket for QEMU's human monitor."""
+    (smp_option); @monitor_path: a socket for QEMU's human monitor;
+    @qemu_args: more of QEMU's arguments (make bench's -plugin)."""
     cmdline = f'{BOOT_ARGS} cge_init={GUEST_INIT} {append}'.strip()
     smp = smp_option(cpus, sockets, dies, threads)
     mon = (['-monitor', f'unix:{monitor_path},server=on,wait=off']
@@ -250,7 +251,7 @@ def qemu_command(k, initrd, rundir, cpus, mem, append, cpu_model='max',
             '-virtfs', 'local,path=/,mount_tag=hostroot,readonly=on,'
                        'security_model=none,multidevs=remap',
             '-virtfs', f'local,path={rundir},mount_tag=cgerun,'
-                       'security_model=none,multidevs=remap']
+                       'security_model=none,multidevs=remap', *qemu_args]
 
 
 def qemu_version():
@@ -315,7 +316,7 @@ KEEP9P = Path(__file__).resolve().parent / 'fixtures' / 'keep9p'
 BOOT_DEADLINE = 90
 DEBUG_BOOT_DEADLINE = 240
 # seconds past a boot's timeout before timeout(1) kills QEMU: the dump of its
-# vCPUs (monitor.dump, about 3 s) and _stop's 20 s fit in it
+# vCPUs (monitor.dump: 3 s, 15 at most) and _stop's 20 s fit in it
 HANG_GRACE = 60
 
 
@@ -327,9 +328,11 @@ def boot_deadline(flavour):
 
 def run_vm(flavour, commands, timeout=300, cpus=2, mem='1G', append='',
            echo=False, cpu_model='max', sockets=1, dies=1, threads=1,
-           suspend=False, cpu_flags=CPU_FLAGS, hold_tracepoints=True):
+           suspend=False, cpu_flags=CPU_FLAGS, hold_tracepoints=True,
+           qemu_args=()):
     """Boot flavour once, run commands in order; returns VMResult.
-    @cpu_model, @sockets, @dies, @threads, @cpu_flags: see qemu_command.
+    @cpu_model, @sockets, @dies, @threads, @cpu_flags, @qemu_args: see
+    qemu_command.
     @hold_tracepoints: before the commands, the guest enables the trace
     events of the tracepoints the module hooks (sched_switch,
     cgroup_attach_task, cgroup_rmdir) with tracing_on 0, so that loading
@@ -356,9 +359,9 @@ def run_vm(flavour, commands, timeout=300, cpus=2, mem='1G', append='',
                         f'insmod {build.build_external(KEEP9P, flavour)}'))
     hw = {'cpu_model': cpu_model, 'sockets': sockets, 'dies': dies,
           'threads': threads, 'cpu_flags': cpu_flags,
-          'hold': hold_tracepoints}
+          'qemu_args': tuple(qemu_args)}
     res = _boot(k, initrd, cmds, flavour, timeout, cpus, mem, append, echo,
-                hw)
+                hw, hold_tracepoints)
     abort = _qemu_abort_before_init(res)
     clock = _bad_clock(res)
     if res.stuck_before_init or abort or clock:
@@ -372,7 +375,7 @@ def run_vm(flavour, commands, timeout=300, cpus=2, mem='1G', append='',
         print(msg, file=sys.stderr, flush=True)
         warnings.warn(msg)      # in pytest's summary, which hides stderr
         res = _boot(k, initrd, cmds, flavour, timeout, cpus, mem, append,
-                    echo, hw)
+                    echo, hw, hold_tracepoints)
     _check_splats(res)
     if res.stuck_before_init:
         _fail(res, 'the guest did not reach its init in '
@@ -384,13 +387,33 @@ def run_vm(flavour, commands, timeout=300, cpus=2, mem='1G', append='',
     clock = _bad_clock(res)
     if clock:
         _fail(res, f'the guest miscalibrated its clock twice: {clock}')
-    if res.timed_out or res.exit_status in (124, 137):
+    if res.timed_out:
         _fail(res, f'timed out after {timeout} s; the vCPUs then '
                    f'({res.rundir / "hang.txt"}):\n' + '\n'.join(res.hang))
+    if res.exit_status in (124, 137):
+        _fail(res, f'timed out after {timeout} s; QEMU was killed '
+                   f'{HANG_GRACE} s later, with no dump of its vCPUs')
     if (_read(res.rundir / 'verdict') or '').strip() != 'ok':
         _fail(res, 'no verdict from the guest (it crashed, rebooted or '
                    'powered off early)')
+    if hold_tracepoints:
+        _check_hold(res)
     return res
+
+
+# The trace events guest-init.sh holds on (run_vm's hold_tracepoints).
+HELD = ('sched_switch', 'cgroup_attach_task', 'cgroup_rmdir')
+
+
+def _check_hold(res):
+    """A guest that did not hold every event of HELD let the module's
+    load patch kernel text: a failure, not a silent change."""
+    m = re.search(r'cge-guest: holding trace events on:(.*)', res.console)
+    held = m.group(1).split() if m else []
+    missing = [e for e in HELD if e not in held]
+    if missing:
+        _fail(res, f'the guest did not hold the trace events {missing} on '
+                   '(tests/vm/guest-init.sh)')
 
 
 # An assertion of QEMU's own device model, as QEMU 10.0 under TCG hit in
@@ -453,14 +476,13 @@ def _commit():
                                    'include', 'Kbuild', 'tests/vm') else '')
 
 
-def _boot(k, initrd, cmds, flavour, timeout, cpus, mem, append, echo, hw):
+def _boot(k, initrd, cmds, flavour, timeout, cpus, mem, append, echo, hw,
+          hold):
     """One boot in a new run directory; a boot still short of the guest's
     'up' line after boot_deadline() s is stopped there, one still running
     at @timeout s is stopped after its vCPUs are dumped to hang.txt
     (monitor.dump).  timeout(1) stops QEMU HANG_GRACE s later if this
-    process cannot."""
-    hw = dict(hw)
-    hold = hw.pop('hold', True)
+    process cannot.  @hold: run_vm's hold_tracepoints."""
     rundir = _new_rundir(flavour)
     for i, (_, cmd) in enumerate(cmds):
         (rundir / 'cmd' / f'{i:04d}').write_text(cmd + '\n')
@@ -468,40 +490,42 @@ def _boot(k, initrd, cmds, flavour, timeout, cpus, mem, append, echo, hw):
         f'REPO={shlex.quote(str(REPO))}\nCGE_FLAVOUR={shlex.quote(flavour)}\n'
         f'CGE_KVER={shlex.quote(k.kver)}\nCGE_COMMIT={_commit()}\n'
         f'CGE_HOLD_TP={int(bool(hold))}\n')
-    # a unix socket's path has at most 107 bytes: not in the run directory
-    mondir = Path(tempfile.mkdtemp(prefix='cge-mon-'))
-    mon = mondir / 'hmp'
-    argv = ['timeout', '-k', '5', str(int(timeout) + HANG_GRACE),
-            *qemu_command(k, initrd, rundir, cpus, mem, append, **hw,
-                          monitor_path=mon)]
-    (rundir / 'qemu.cmd').write_text(shlex.join(argv) + '\n')
     res = VMResult(flavour, k.kver, rundir)
     state = {}
-    t0 = time.monotonic()
-    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    pump = threading.Thread(target=_pump, daemon=True,
-                            args=(proc, res.console_path, t0, state, echo))
-    pump.start()
-    try:
-        while res.exit_status is None:
-            try:
-                res.exit_status = proc.wait(2)
-            except subprocess.TimeoutExpired:
-                now = time.monotonic() - t0
-                if (_before_init(state, rundir) and
-                        now >= boot_deadline(flavour)):
-                    res.stuck_before_init = True
-                    res.exit_status = _stop(proc)
-                elif now > timeout:
-                    text, res.hang = monitor.dump(mon)
-                    (rundir / 'hang.txt').write_text(text)
-                    res.timed_out = True
-                    res.exit_status = _stop(proc)
-    finally:                    # an exception here must not leave QEMU
-        if proc.poll() is None:
-            _stop(proc)
-        shutil.rmtree(mondir, ignore_errors=True)
+    # a unix socket's path has at most 107 bytes: in /tmp, not in the run
+    # directory or $TMPDIR
+    with tempfile.TemporaryDirectory(prefix='cge-mon-', dir='/tmp') as d:
+        mon = Path(d) / 'hmp'
+        argv = ['timeout', '-k', '5', str(int(timeout) + HANG_GRACE),
+                *qemu_command(k, initrd, rundir, cpus, mem, append, **hw,
+                              monitor_path=mon)]
+        (rundir / 'qemu.cmd').write_text(shlex.join(argv) + '\n')
+        t0 = time.monotonic()
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT)
+        pump = threading.Thread(target=_pump, daemon=True,
+                                args=(proc, res.console_path, t0, state,
+                                      echo))
+        pump.start()
+        try:
+            while res.exit_status is None:
+                try:
+                    res.exit_status = proc.wait(2)
+                except subprocess.TimeoutExpired:
+                    now = time.monotonic() - t0
+                    if (_before_init(state, rundir) and
+                            now >= boot_deadline(flavour)):
+                        res.stuck_before_init = True
+                        res.exit_status = _stop(proc)
+                    elif now > timeout:
+                        text, res.hang = monitor.dump(mon)
+                        (rundir / 'hang.txt').write_text(text)
+                        res.timed_out = True
+                        res.exit_status = _stop(proc)
+        finally:                # an exception here must not leave QEMU
+            if proc.poll() is None:
+                _stop(proc)
     pump.join(10)
     (rundir / '.done').touch()
     res.duration = time.monotonic() - t0

@@ -80,30 +80,40 @@ def summary(samples):
     return lines
 
 
-def dump(path, samples=5, gap=0.5):
-    """Every vCPU's registers, @samples RIP samples @gap s apart, and the
-    code bytes from the byte before each vCPU's last RIP (after a stale
-    int3, the CPU executed 0xcc at RIP - 1 and memory holds something
-    else).  Returns (text for hang.txt, summary lines); a monitor that
-    does not answer gives its error in both."""
+def dump(path, samples=5, gap=0.5, deadline=15):
+    """Every vCPU's registers, @samples RIP samples @gap s apart, and, at
+    the last sample, the code bytes from the byte before each vCPU's RIP
+    (after a stale int3, the CPU executed 0xcc at RIP - 1 and memory holds
+    something else) and 48 words of its stack (the return addresses of
+    what called the spinning code).  Returns (text for hang.txt, summary
+    lines).  A monitor that does not answer within @deadline s in all
+    stops the dump there, with what it had and the error in both."""
+    end = time.monotonic() + deadline
+    regs, seen, code, err = '', [], [], None
+
+    def left():
+        return max(0.1, end - time.monotonic())
+
     try:
-        regs = hmp(path, ['info registers -a'])[0][1]
-        seen = [vcpus(regs)]
-        for _ in range(samples - 1):
-            time.sleep(gap)
-            seen.append(vcpus(hmp(path, ['info registers -a'])[0][1]))
+        for i in range(samples):
+            if i:
+                time.sleep(gap)
+            r = hmp(path, ['info registers -a'], timeout=left())[0][1]
+            regs = regs or r
+            seen.append(vcpus(r))
         cmds = []
-        for cpu, (rip, _, _) in sorted(seen[-1].items()):
-            cmds += [f'cpu {cpu}', f'x/16xb 0x{rip - 1:x}']
-        code = hmp(path, cmds)
-    except OSError as e:
-        why = f'no answer from the QEMU monitor ({path}): {e}'
-        return why + '\n', [why]
-    lines = summary(seen)
+        for cpu in sorted(seen[-1]):
+            rip = seen[-1][cpu][0]
+            rsp = re.findall(r'RSP=([0-9a-f]+)', r)[cpu]
+            cmds += [f'cpu {cpu}', f'x/16xb 0x{rip - 1:x}', f'x/48gx 0x{rsp}']
+        code = hmp(path, cmds, timeout=left())
+    except (OSError, IndexError) as e:
+        err = f'no answer from the QEMU monitor ({path}): {e}'
+    lines = summary(seen) + ([err] if err else [])
     text = '\n'.join(['# vCPU summary', *lines, '',
                       '# info registers -a', regs, '',
                       '# RIP samples', *(str({c: f'{r:x}' for c, (r, _, _)
                                               in s.items()}) for s in seen),
-                      '', '# code from RIP - 1',
+                      '', '# code from RIP - 1, then the stack',
                       *(f'(qemu) {c}\n{o}' for c, o in code)])
     return text + '\n', lines

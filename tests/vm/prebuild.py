@@ -43,7 +43,11 @@ def jobs(flavours):
 
 
 def main(argv):
-    todo = jobs(kernels.select_flavours(argv[1:]))
+    try:
+        todo = jobs(kernels.select_flavours(argv[1:]))
+    except kernels.KernelError as e:
+        print(f'prebuild: {e}', file=sys.stderr, flush=True)
+        return 2
     failed = []
     t0 = time.monotonic()
     for what, call in todo:
@@ -51,8 +55,8 @@ def main(argv):
             call()
         except Exception as e:       # the fixture reports it in full
             failed.append(what)
-            print(f'prebuild: {what}: {str(e).splitlines()[0]}',
-                  file=sys.stderr, flush=True)
+            first = (str(e).splitlines() or [repr(e)])[0]
+            print(f'prebuild: {what}: {first}', file=sys.stderr, flush=True)
     print(f'prebuild: {len(todo) - len(failed)} builds in '
           f'{time.monotonic() - t0:.0f} s'
           + (f'; failed: {", ".join(failed)}' if failed else ''),
