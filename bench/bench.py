@@ -11,7 +11,10 @@ poller peer's CPU (bench/procpoll, what Kepler 0.10+ does every 5 s) with
 100 and 10,000 processes beside the sampler's, and the short tasks it
 misses; cgroup migrations per second (bench/cghop.c) without the module,
 with it, and with only the cgroup_attach_task event enabled in tracefs.
-Then boots 6.1-rt for cyclictest with and without the module. Writes
+Then boots 6.1 again under QEMU's insncount plugin (bench/insncount.c,
+bench/insns.py) for the instructions the module's probe and the eBPF
+peer's program execute per switch, and 6.1-rt for cyclictest with and
+without the module. Writes
 bench/results/latest.json and latest.md and prints the table.
 
 Timing in a TCG guest varies by about 15 % from run to run (docs/overhead.md,
@@ -33,6 +36,7 @@ import shlex
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -40,6 +44,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / 'tests'))
 sys.path.insert(0, str(REPO / 'bench'))
+import insns  # noqa: E402
 import treeinfo  # noqa: E402
 from vm import build, harness, kernels  # noqa: E402
 
@@ -52,7 +57,7 @@ FLAVOUR = '6.1'
 RT_FLAVOUR = '6.1-rt'
 PY = '/usr/bin/python3'
 SECTIONS = ('tools', 'throughput', 'selftime', 'ebpfcost', 'sampler',
-            'poller', 'migrate', 'cyclictest')
+            'poller', 'migrate', 'insns', 'cyclictest')
 
 # Targets (the issue): B/A >= 0.97; <= 256 B per cgroup, <= 4 KiB per CPU;
 # <= 50 ns per switch on bare metal (a TCG figure is not comparable).
@@ -271,7 +276,7 @@ class Progress(threading.Thread):
             self.seen[key] = len(lines)
 
 
-def boot(flavour, commands, timeout, mem='1G', hold=False):
+def boot(flavour, commands, timeout, mem='1G', hold=False, qemu_args=()):
     """Run commands in one boot; {name: parsed result}, plus '_vm' facts.
     The module's load patches kernel text as on a server unless @hold (the
     trace events held on, as in make check: harness.run_vm)."""
@@ -282,7 +287,8 @@ def boot(flavour, commands, timeout, mem='1G', hold=False):
     try:
         # the plain model: the committed figures were measured on it
         res = harness.run_vm(flavour, commands, timeout=timeout, mem=mem,
-                             cpu_flags='', hold_tracepoints=hold)
+                             cpu_flags='', hold_tracepoints=hold,
+                             qemu_args=qemu_args)
         err = None
     except harness.VMError as e:
         res, err = e.result, str(e).splitlines()[0]
@@ -415,6 +421,48 @@ def summarize(raw, static):
         k: [r3(sp['median'], 1) for sp in v]
         for k, v in (pipe.get('ipis_by_state') or {}).items() if v}
     return s
+
+
+def run_insns(ko):
+    """The insns section: a boot of FLAVOUR under QEMU's insncount plugin
+    (bench/insns.py), the module and the eBPF peer attached together."""
+    try:
+        plugin = insns.build_plugin()
+    except (insns.InsnsError, OSError) as e:
+        return {'error': f'the insncount plugin: {e}'}
+    with tempfile.TemporaryDirectory(prefix='cge-insns-') as d:
+        out = Path(d) / 'counts.txt'
+        r = boot(FLAVOUR, {'insns': guest('insns', ko=ko, bt=PEER)}, 900,
+                 qemu_args=insns.qemu_args(plugin, out))
+        res = r.get('insns') or {'error': r['_vm']['error']}
+        if res.get('error'):
+            return res
+        if not out.exists():
+            return {'error': 'QEMU exited without the plugin\'s counts'}
+        counts, untracked = insns.read_counts(out.read_text())
+    try:
+        return insns.figures(res, counts, untracked, insns.call_graph(ko))
+    except insns.InsnsError as e:
+        return {'error': str(e)}
+
+
+def insns_rows(ic):
+    """The insns section's rows of the main table."""
+    if not ic:
+        return []
+    if ic.get('error'):
+        return [f'| instructions per switch (QEMU count) | error: '
+                f'{ic["error"][:200]} | |']
+    return [
+        f'| probe, instructions per call (QEMU count; {ic["probe_calls"]:,} '
+        f'calls): its own / with {", ".join(ic["probe_path"][1:])} | '
+        f'{fmt(ic["probe_insns_per_call"], 1)} / '
+        f'{fmt(ic["probe_path_insns_per_call"], 1)} | |',
+        f'| probe, kernel functions it calls (instructions not counted) | '
+        f'{", ".join(ic["probe_kernel_calls"])} | |',
+        f'| eBPF peer program, instructions per call (QEMU count; '
+        f'{fmt(ic["peer_calls"])} calls, bpf_stats {fmt(ic["peer_runs_by_fdinfo"])}'
+        f'; its helpers not counted) | {fmt(ic["peer_insns_per_call"], 1)} | |']
 
 
 def ipi_rows(tp):
@@ -573,6 +621,7 @@ def markdown(d):
         L.append(f'| throughput | error: {raw["throughput"]["error"][:200]} | |')
     L += ipi_rows(raw.get('throughput', {}))
     L += migrate_rows(raw.get('migrate', {}))
+    L += insns_rows(raw.get('insns'))
     peer_err = [e for e in raw.get('throughput', {}).get('errors', [])
                 if 'bpftrace' in e or 'eBPF' in e]
     if peer_err:
@@ -874,6 +923,9 @@ def main(argv=None):
     elif cmds:
         log(f'booting {FLAVOUR}: {", ".join(cmds)}')
         raw.update(boot(FLAVOUR, cmds, a.timeout, mem='2G'))
+    if 'insns' in only and not a.local:
+        log(f'booting {FLAVOUR} under QEMU\'s insncount plugin: insns')
+        raw['insns'] = run_insns(ko)
     rt_kver = None
     if 'cyclictest' in only and not a.local:
         rtko = build.build_module(RT_FLAVOUR)

@@ -29,6 +29,9 @@ Each subcommand measures one thing and ends with one line
               does every 5 s): its CPU per poll with many sleeping
               processes (bench/procload) beside the module's sampler, and
               the short tasks it misses
+  insns       under QEMU's insncount plugin (bench/insncount.c): the
+              module and the eBPF peer attached, the pipe benchmark, and
+              their symbols, for the instructions each runs per switch
 """
 import argparse
 import errno
@@ -471,6 +474,53 @@ def cmd_selftime(a):
     out['pipe_share'] = spread([x['share'] for x in out['reps']
                                 if 'share' in x])
     result(out)
+
+
+# -------------------------------------------------------------------- insns
+
+def module_symbols():
+    """[address, name, owner] of every symbol of a module or a BPF
+    program (/proc/kallsyms lines that end with [owner])."""
+    out = []
+    for line in Path('/proc/kallsyms').read_text().splitlines():
+        f = line.split()
+        if len(f) == 4 and f[3].startswith('['):
+            out.append([f[0], f[2], f[3].strip('[]')])
+    return out
+
+
+def context_switches():
+    for line in Path('/proc/stat').read_text().splitlines():
+        if line.startswith('ctxt '):
+            return int(line.split()[1])
+    raise RuntimeError('no ctxt line in /proc/stat')
+
+
+def cmd_insns(a):
+    """Under bench/insncount.c (QEMU counts each instruction executed in
+    the module area): the module and the eBPF peer attached together, so
+    neither's code can take the other's freed addresses, then the pipe
+    benchmark; their symbols while both are loaded.  Neither is unloaded:
+    the counts are written when QEMU exits."""
+    pin_self()
+    BENCH_CG.mkdir(exist_ok=True)
+    # the JIT's programs in /proc/kallsyms (bpf_prog_<tag>_<name>)
+    Path('/proc/sys/net/core/bpf_jit_kallsyms').write_text('1\n')
+    # run_cnt in the program's fdinfo: its calls, a check on QEMU's count
+    Path('/proc/sys/kernel/bpf_stats_enabled').write_text('1\n')
+    insmod(a.ko)
+    mount_fs()
+    peer = Bpftrace(a.bt, 'insns')
+    peer.start()
+    ctxt0 = context_switches()
+    tput = Pipe(a.pipe_loops).once()
+    ctxt = context_switches() - ctxt0
+    syms = module_symbols()
+    _, runs = peer.prog_stats()
+    log(f'insns: {ctxt} context switches, {tput:.0f} ops/s, '
+        f'{len(syms)} module symbols')
+    result({'ctxt': ctxt, 'tput': tput, 'pipe_loops': a.pipe_loops,
+            'peer_runs': runs, 'symbols': syms})
 
 
 # ----------------------------------------------------------------- ebpfcost
@@ -1259,6 +1309,10 @@ def main(argv=None):
     p.add_argument('--clockcal')
     p.add_argument('--reps', type=int, default=5)
     work_args(p)
+    p = sub.add_parser('insns')
+    p.add_argument('--ko', required=True)
+    p.add_argument('--bt', required=True)
+    p.add_argument('--pipe-loops', type=int, default=20000)
     p = sub.add_parser('ebpfcost')
     p.add_argument('--bt', required=True)
     p.add_argument('--reps', type=int, default=3)
@@ -1321,7 +1375,8 @@ def main(argv=None):
     {'throughput': cmd_throughput, 'selftime': cmd_selftime,
      'ebpfcost': cmd_ebpfcost, 'sampler': cmd_sampler,
      'migrate': cmd_migrate, 'cyclictest': cmd_cyclictest,
-     'poller': cmd_poller, 'tools': cmd_tools}[a.cmd](a)
+     'poller': cmd_poller, 'insns': cmd_insns,
+     'tools': cmd_tools}[a.cmd](a)
 
 
 if __name__ == '__main__':
