@@ -96,6 +96,12 @@ cd "$REPO" || exit 1
 # timing) depend on the host's speed.
 VM_SOLO="tests/test_accuracy.py tests/test_bench.py tests/test_calibrate_emu.py
 	tests/test_prometheus.py"
+# The vm stage's tests whose checks are outputs and not timing (the harness's
+# own, the DKMS install): with a lane, they run in it at nice 10, after its
+# sweep stage and before its debug stage ("vm-lane" in the timings), so that
+# they leave the vm stage's second part, make check's longest path; without
+# one, in that part.
+VM_LANE="tests/test_harness.py tests/test_install.py"
 
 failed=""
 summary=""
@@ -199,6 +205,9 @@ vm_stage() {
 	fi
 	prebuild_wait
 	lane_start
+	for m in $VM_IN_LANE; do
+		ignore="$ignore --ignore=$m"
+	done
 	# shellcheck disable=SC2086
 	pytest_stage vm -m vm --ignore=tests/test_stress.py \
 		--ignore=tests/test_server.py $ignore tests ||
@@ -216,12 +225,29 @@ lane_start() {
 		selected "$s" && LANE="$LANE $s"
 	done
 	[ -n "$LANE" ] || return 0
+	VM_IN_LANE=""
+	for m in $VM_LANE; do
+		[ -e "$m" ] && VM_IN_LANE="$VM_IN_LANE $m"
+	done
 	echo "check: the stages$LANE start beside the vm stage" \
 		"(log: $OUT/lane.log, shown after the vm stage)"
 	rm -f "$OUT/lane.tsv"
-	CGE_DEBUG_BG=${DEBUG_BG:-} CGE_STAGES="$LANE" setsid nice -n 10 \
+	CGE_VM_LANE=$VM_IN_LANE CGE_DEBUG_BG=${DEBUG_BG:-} CGE_STAGES="$LANE" \
+		setsid nice -n 10 \
 		sh "$REPO/tests/check.sh" --lane >"$OUT/lane.log" 2>&1 &
 	LANE_PID=$!
+}
+
+# In the lane: the vm stage's tests of VM_LANE that lane_start handed it.
+vm_lane_part() {
+	[ -n "${CGE_VM_LANE:-}" ] || return 0
+	echo "==== check: the vm stage's tests in the lane:$CGE_VM_LANE"
+	t0=$(now)
+	# shellcheck disable=SC2086
+	pytest_stage vm-lane -m vm $CGE_VM_LANE
+	rc=$?
+	printf 'vm-lane\t%s\t%s\n' "$(( $(now) - t0 ))" "$rc" >>"$TSV"
+	[ "$rc" = 0 ] || failed="$failed vm-lane"
 }
 
 lane_wait() {
@@ -250,6 +276,17 @@ lane_wait() {
 		fi
 		record "$s" "$dt" "$rc"
 	done
+	if [ -n "$VM_IN_LANE" ]; then
+		line=$(grep "^vm-lane	" "$OUT/lane.tsv" 2>/dev/null)
+		if [ -n "$line" ]; then
+			record vm-lane "$(echo "$line" | cut -f2)" \
+				"$(echo "$line" | cut -f3)"
+		else
+			record vm-lane 0 1
+			echo "check: the vm stage's tests in the lane left no" \
+				"result" >&2
+		fi
+	fi
 	grep '^debug-wait	' "$OUT/lane.tsv" >>"$TSV" 2>/dev/null
 }
 
@@ -316,6 +353,7 @@ if [ "${1:-}" = --lane ]; then
 	stage host host_stage
 	stage sweep sweep_stage
 	stage server server_stage
+	vm_lane_part
 	stage debug debug_stage
 	[ -z "$failed" ]
 	exit $?
@@ -328,6 +366,7 @@ CACHE_EMPTY=$([ -n "$(ls -A "$CACHE" 2>/dev/null)" ] && echo 0 || echo 1)
 DEBUG_BG=""
 LANE_PID=""
 PREBUILD_BG=""
+VM_IN_LANE=""
 stop_background() {
 	for g in $DEBUG_BG $LANE_PID $PREBUILD_BG; do
 		kill -TERM "-$g" 2>/dev/null

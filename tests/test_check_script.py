@@ -344,6 +344,40 @@ def test_vm_modules_prebuilt_at_nice_19_before_the_second_part(tmp_path):
     assert tsv['prebuild-wait'] == 0
 
 
+@pytest.mark.parametrize('stages, in_lane', [('vm debug', True),
+                                              ('vm', False)])
+def test_vm_lane_tests_run_in_the_lane(tmp_path, stages, in_lane):
+    # VM_LANE's tests (here test_harness.py) run once: in the lane, before
+    # its debug stage, when there is a lane, else in the vm stage's second
+    # part; a failure there fails the run
+    repo = fake_repo(tmp_path)
+    vm_stubs(repo)
+    (repo / 'tests/test_harness.py').write_text(
+        'import os\nimport pytest\n\npytestmark = pytest.mark.vm\n\n\n'
+        'def test_lane():\n'
+        '    with open(os.environ["MARK"], "a") as f:\n'
+        '        f.write(f"harness {os.nice(0)}\\n")\n'
+        '    assert "FAIL_HARNESS" not in os.environ\n')
+    r, ran = check(repo, CGE_STAGES=stages, CGE_STRESS_FLAVOURS='6.1-rt')
+    assert r.returncode == 0, r.stdout + r.stderr
+    harness = [x for x in ran if x.startswith('harness')]
+    tsv, doc = timings(repo)
+    if in_lane:
+        assert harness == ['harness 10'], ran
+        assert ran.index('harness 10') < ran.index('stress 6.1-rt'), ran
+        assert tsv['vm-lane'] == 0 and tsv['vm'] == 0, tsv
+    else:
+        assert harness == ['harness 0'], ran
+        assert 'vm-lane' not in tsv, tsv
+    assert doc['tests']['passed'] == (4 if in_lane else 3), doc
+    if in_lane:
+        r, _ = check(repo, CGE_STAGES=stages, CGE_STRESS_FLAVOURS='6.1-rt',
+                     FAIL_HARNESS='1')
+        assert r.returncode != 0
+        assert timings(repo)[0]['vm-lane'] != 0
+        assert 'vm-lane' in r.stdout and 'FAILED' in r.stdout
+
+
 def test_interrupted_run_stops_the_background_builds(tmp_path):
     # stopped during the vm stage's solo part, while prebuild.py and a
     # child of it (as make is) still run
