@@ -26,7 +26,8 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_VERSION;
 /* instructions tracked; those past it are counted together */
 #define IC_SLOTS (1 << 17)
 /* open addressing, a power of two at least twice IC_SLOTS */
-#define IC_HASH (1 << 18)
+#define IC_HASH_BITS 18
+#define IC_HASH (1 << IC_HASH_BITS)
 
 struct ic_counts {
 	uint64_t n[IC_SLOTS + 1];	/* [IC_SLOTS]: the untracked */
@@ -44,7 +45,8 @@ static const char *ic_out;
 /* The slot of @addr, a new one if it has none (IC_SLOTS: table full). */
 static uint32_t ic_slot(uint64_t addr)
 {
-	uint32_t h = (uint32_t)((addr * 0x9e3779b97f4a7c15ULL) >> 46);
+	uint32_t h = (uint32_t)((addr * 0x9e3779b97f4a7c15ULL) >>
+				(64 - IC_HASH_BITS));
 	uint32_t slot;
 
 	pthread_mutex_lock(&ic_lock);
@@ -125,7 +127,7 @@ static int ic_hex(const char *arg, const char *name, uint64_t *val)
 	if (strncmp(arg, name, len) || arg[len] != '=')
 		return 0;
 	*val = strtoull(arg + len + 1, &end, 16);
-	return *end ? -1 : 1;
+	return *end || end == arg + len + 1 ? -1 : 1;
 }
 
 QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id,

@@ -31,10 +31,11 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 SRC = REPO / 'bench' / 'insncount.c'
-OUT = REPO / '.build' / 'bench' / 'insncount.so'
+OUT_DIR = REPO / '.build' / 'bench'
 CACHE = Path(os.environ.get('CGE_CACHE', '/var/cache/cgroup-energy'))
 QEMU_PACKAGE = 'qemu-system-x86'
-# x86_64's module area (MODULES_VADDR to MODULES_END, no KASLR under PVH)
+# x86_64's module area: MODULES_VADDR (0xffffffffa0000000, or
+# 0xffffffffc0000000 with RANDOMIZE_BASE) to MODULES_END
 MODULE_AREA = (0xffffffffa0000000, 0xffffffffff000000)
 
 
@@ -50,9 +51,12 @@ def _run(cmd, **kw):
 
 
 def installed_qemu():
-    """(version, suites): the installed QEMU package's version and the
-    archive suites apt installed it from (apt-cache policy)."""
-    ver = _run(['dpkg-query', '-W', '-f', '${Version}', QEMU_PACKAGE]).strip()
+    """(version, source, suites): the installed QEMU package's version,
+    its source package as name=version, and the archive suites apt
+    installed it from (apt-cache policy)."""
+    ver, src = _run(['dpkg-query', '-W', '-f',
+                     '${Version} ${source:Package}=${source:Version}',
+                     QEMU_PACKAGE]).split()
     pol = _run(['apt-cache', 'policy', QEMU_PACKAGE]).splitlines()
     suites, mine = [], False
     for line in pol:
@@ -66,12 +70,12 @@ def installed_qemu():
     if not suites:
         raise InsnsError(f'apt-cache policy {QEMU_PACKAGE}: no archive '
                          f'holds the installed {ver}')
-    return ver, suites
+    return ver, src, suites
 
 
-def orig_tarball(ver, suites, tmp):
-    """(url, sha256) of the upstream tarball of QEMU's source package
-    @ver, from a private apt list of @suites' Sources."""
+def orig_tarball(src, suites, tmp):
+    """(url, sha256) of the upstream tarball of the source package @src
+    (name=version), from a private apt list of @suites' Sources."""
     lst = tmp / 'sources.list'
     lst.write_text(''.join(f'deb-src {url} {suite} main\n'
                            for url, suite in suites))
@@ -81,25 +85,23 @@ def orig_tarball(ver, suites, tmp):
             '-o', f'Dir::State::Lists={tmp / "lists"}',
             '-o', 'APT::Sandbox::User=root']
     _run(['apt-get', *opts, 'update'])
-    out = _run(['apt-get', *opts, '--print-uris', 'source',
-                f'qemu={ver}'], cwd=tmp)
+    out = _run(['apt-get', *opts, '--print-uris', 'source', src], cwd=tmp)
     for line in out.splitlines():
         m = re.match(r"'(\S+\.orig\.tar\.\w+)' \S+ \d+ SHA256:([0-9a-f]{64})",
                      line)
         if m:
             return m.group(1), m.group(2)
-    raise InsnsError(f'no upstream tarball for qemu {ver} in {suites}')
+    raise InsnsError(f'no upstream tarball for {src} in {suites}')
 
 
-def plugin_header():
-    """qemu-plugin.h of the installed QEMU (cached)."""
-    ver, suites = installed_qemu()
+def plugin_header(ver, src, suites):
+    """qemu-plugin.h of the installed QEMU (installed_qemu()'s), cached."""
     dst = CACHE / 'qemu-plugin' / ver.replace(':', '_') / 'qemu-plugin.h'
     if dst.exists():
         return dst
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
-        url, sha = orig_tarball(ver, suites, tmp)
+        url, sha = orig_tarball(src, suites, tmp)
         tar = tmp / 'orig.tar'
         with urllib.request.urlopen(url, timeout=300) as r:
             tar.write_bytes(r.read())
@@ -121,16 +123,19 @@ def plugin_header():
 
 
 def build_plugin():
-    """bench/insncount.c as a QEMU plugin, if older or missing."""
-    if OUT.exists() and OUT.stat().st_mtime >= SRC.stat().st_mtime:
-        return OUT
-    hdr = plugin_header()
+    """bench/insncount.c as a plugin for the installed QEMU (one build per
+    QEMU version), if older than its source or missing."""
+    ver, src, suites = installed_qemu()
+    out = OUT_DIR / f'insncount-{ver.replace(":", "_")}.so'
+    if out.exists() and out.stat().st_mtime >= SRC.stat().st_mtime:
+        return out
+    hdr = plugin_header(ver, src, suites)
     glib = _run(['pkg-config', '--cflags', 'glib-2.0']).split()
-    OUT.parent.mkdir(parents=True, exist_ok=True)
+    out.parent.mkdir(parents=True, exist_ok=True)
     _run(['gcc', '-O2', '-Wall', '-Wextra', '-Wno-unused-parameter',
           '-Werror', '-shared', '-fPIC', f'-I{hdr.parent}', *glib,
-          '-o', str(OUT), str(SRC)])
-    return OUT
+          '-o', str(out), str(SRC)])
+    return out
 
 
 def qemu_args(plugin, out):
@@ -223,27 +228,39 @@ def call_graph(ko):
     section is resolved (`call 6d0 <cge_charge_task>`), one to another
     section or the kernel is a relocation on the call or jmp; a relocation
     to a global function of the module's .text is resolved by its name."""
-    out = _run(['objdump', '-dr', '-j', '.text', str(ko)])
-    names, edges, cur, branch = {}, {}, None, False
+    return parse_objdump(_run(['objdump', '-dr', '-j', '.text', str(ko)]))
+
+
+def parse_objdump(out):
+    """call_graph() from the text of `objdump -dr`."""
+    names, edges, cur, branch, local = {}, {}, None, False, None
     for line in out.splitlines():
         m = re.match(r'([0-9a-f]+) <([\w.]+)>:$', line)
         if m:
-            cur = int(m.group(1), 16)
+            if local is not None:
+                edges[cur][0].add(local)
+            cur, local = int(m.group(1), 16), None
             names[cur] = m.group(2)
             edges[cur] = (set(), set())
             continue
         if cur is None:
             continue
-        m = re.search(r'\t(?:call|jmp)\s+([0-9a-f]+) <([\w.]+)>$', line)
-        if m:
-            branch = True
-            if '+' not in m.group(2):
-                edges[cur][0].add(int(m.group(1), 16))
+        reloc = re.search(r'R_X86_64_PLT32\s+([\w.]+)-0x4$', line)
+        if reloc:
+            # a relocated branch: objdump's <target> (often the next
+            # function, the rel32 being 0) means nothing
+            if branch and not PLUMBING.match(reloc.group(1)):
+                edges[cur][1].add(reloc.group(1))
+            branch, local = False, None
             continue
-        m = re.search(r'R_X86_64_PLT32\s+([\w.]+)-0x4$', line)
-        if m and branch and not PLUMBING.match(m.group(1)):
-            edges[cur][1].add(m.group(1))
+        if local is not None:
+            edges[cur][0].add(local)
+        m = re.search(r'\t(?:call|jmp)\s+([0-9a-f]+) <([\w.]+)>$', line)
         branch = bool(re.search(r'\t(?:call|jmp)\s', line))
+        local = (int(m.group(1), 16) if m and '+' not in m.group(2)
+                 else None)
+    if local is not None:
+        edges[cur][0].add(local)
     by_name = {}
     for o, n in names.items():
         by_name.setdefault(n, []).append(o)

@@ -60,6 +60,39 @@ def test_figures_per_call():
     assert fig['peer_calls'] == 100 and fig['peer_insns_per_call'] == 2.0
 
 
+# objdump -dr of three functions: f calls g (resolved in .text), a kernel
+# function and, last before g, jumps to another by a relocation, which
+# objdump shows as a jump to g itself (rel32 0)
+OBJDUMP = '''
+0000000000000000 <f>:
+   0:\te8 00 00 00 00       \tcall   5 <f+0x5>
+\t\t\t1: R_X86_64_PLT32\t__fentry__-0x4
+   5:\te8 16 00 00 00       \tcall   20 <g>
+   a:\te8 00 00 00 00       \tcall   f <f+0xf>
+\t\t\tb: R_X86_64_PLT32\t_raw_spin_lock-0x4
+   f:\te9 00 00 00 00       \tjmp    14 <h>
+\t\t\t10: R_X86_64_PLT32\tsysfs_emit-0x4
+
+0000000000000014 <h>:
+  14:\tc3                   \tret
+
+0000000000000020 <g>:
+  20:\te9 00 00 00 00       \tjmp    25 <g+0x5>
+\t\t\t21: R_X86_64_PLT32\th-0x4
+'''
+
+
+def test_call_graph_from_objdump():
+    names, edges = insns.parse_objdump(OBJDUMP)
+    assert names == {0: 'f', 0x14: 'h', 0x20: 'g'}
+    assert edges[0] == ({0x20}, {'_raw_spin_lock', 'sysfs_emit'})
+    # a relocation to a function of the module's .text is resolved by name
+    assert edges[0x20] == ({0x14}, set())
+    path, kernel = insns.reachable((names, edges), 'f')
+    assert [names[o] for o in path] == ['f', 'g', 'h']
+    assert kernel == ['_raw_spin_lock', 'sysfs_emit']
+
+
 def test_read_counts():
     counts, untracked = insns.read_counts(
         '0xffffffffc0001000 12\n0xffffffffc0001004 3\nuntracked 0\n')

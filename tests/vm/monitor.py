@@ -18,15 +18,24 @@ PROMPT = b'(qemu) '
 
 
 def hmp(path, cmds, timeout=10):
-    """Run the human monitor commands @cmds on the socket @path; returns
-    [(command, output)]."""
+    """Run the human monitor commands @cmds on the socket @path, within
+    @timeout s in all (OSError past it); returns [(command, output)]."""
+    end = time.monotonic() + timeout
+
+    def left():
+        t = end - time.monotonic()
+        if t <= 0:
+            raise OSError(f'the monitor did not answer in {timeout:.1f} s')
+        return t
+
     with socket.socket(socket.AF_UNIX) as s:
-        s.settimeout(timeout)
+        s.settimeout(left())
         s.connect(str(path))
 
         def reply():
             buf = b''
             while not buf.endswith(PROMPT):
+                s.settimeout(left())
                 d = s.recv(65536)
                 if not d:
                     raise OSError('the monitor closed its socket')
