@@ -27,8 +27,9 @@
 # made 40 ms of softirq where its premise wants 60): nice 10 leaves the vm
 # stage's guests about nine tenths of a saturated host. The vm stage's first
 # part (VM_SOLO: the throughput, nohz, calibration and scrape-timing tests)
-# runs before the lane starts, with only the background builds beside it. CGE_OVERLAP=0, or a run without the vm
-# stage, runs the stages one after another.
+# runs before the lane starts, with the background builds paused (bg_pause).
+# CGE_OVERLAP=0, or a run without the vm stage, runs the stages one after
+# another.
 # CGE_STAGES="host vm" runs a subset (default: every stage but server); an
 # unknown stage name, or none, stops
 # the script with exit status 2 before any stage runs. CGE_CACHE (default
@@ -40,7 +41,8 @@
 # built in the background at nice 19 from the end of the deps stage on, so it
 # overlaps the other stages; an interrupted run stops it. So are the vm
 # stage's modules (tests/vm/prebuild.py: prebuild_bg), which the vm stage
-# waits for before its second part.
+# waits for before its second part. Both pause while the vm stage's solo
+# part runs.
 # Every stage's duration is printed at the end and kept, with how long the
 # debug stage waited for that build and the build's exit status
 # ("debug-wait"; a failed build fails the debug stage), in
@@ -89,9 +91,14 @@ export CGE_CHECK
 STRESS_FLAVOURS=$(echo "${CGE_STRESS_FLAVOURS:-debug 6.1-rt}" | tr , ' ')
 OUT=$REPO/.build/check
 mkdir -p "$OUT"
+# while it exists, prebuild.py starts no build (bg_pause)
+PAUSE=$OUT/prebuild.pause
+# each guest boot's line (tests/vm/harness.py), for the closing summary
+CGE_BOOT_LOG=$OUT/boots.jsonl
+export CGE_BOOT_LOG
 cd "$REPO" || exit 1
-# The vm stage's tests that run with no other stage beside them (only the
-# background builds at nice 19: prebuild_bg): their figures (throughput
+# The vm stage's tests that run with nothing beside them (the background
+# builds paused: bg_pause): their figures (throughput
 # ratios, per-interval times on nohz_full CPUs, recovered power, scrape
 # timing) depend on the host's speed.
 VM_SOLO="tests/test_accuracy.py tests/test_bench.py tests/test_calibrate_emu.py
@@ -134,6 +141,12 @@ pytest_stage() { # pytest_stage XMLNAME ARGS...
 	$PY -m pytest -p no:cacheprovider -q -rfEs --junitxml="$xml" "$@"
 }
 
+# PID runs (not ended, nor a zombie: an ended child stays one until waited for)
+running() {
+	[ "$(cut -d' ' -f3 "/proc/$1/stat" 2>/dev/null)" != Z ] &&
+		kill -0 "$1" 2>/dev/null
+}
+
 selected() { case " $STAGES " in *" $1 "*) return 0 ;; esac; return 1; }
 
 stress_has_debug() {
@@ -163,20 +176,51 @@ debug_bg() {
 
 # The vm stage's modules, built in the background at nice 19 from the end
 # of the deps stage on (tests/vm/prebuild.py), beside the stages before the
-# vm stage and its solo part, where the guests leave the CPU idle while they
-# wait for samples; the fixtures that ask for one being built wait for it.
+# vm stage, paused while its solo part runs, then at nice 0 beside the
+# lane; the fixtures that ask for one being built wait for it.
 prebuild_bg() {
 	selected vm || return 0
 	echo "check: building the vm stage's modules in the background" \
 		"(log: $OUT/prebuild.log)"
+	rm -f "$PAUSE" "$PAUSE.idle"
 	# shellcheck disable=SC2016 # expanded by the inner sh
 	setsid nice -n 19 sh -c 'echo 19 2>/dev/null >/proc/self/autogroup
-		exec "$0" tests/vm/prebuild.py "$1"' \
-		"$PY" "$CGE_FLAVOURS" >"$OUT/prebuild.log" 2>&1 &
+		exec "$0" tests/vm/prebuild.py --pause "$2" "$1"' \
+		"$PY" "$CGE_FLAVOURS" "$PAUSE" >"$OUT/prebuild.log" 2>&1 &
 	PREBUILD_BG=$!
 }
 
-# Before the lane starts, whose nice 10 would starve the builds left. How
+# The background builds stop (SIGSTOP) while the vm stage's solo part runs:
+# its figures assume nothing else on the host. At nice 19 beside it, the
+# builds still took the CPU from its guests' vCPUs for a time slice at a
+# time: in the run of f82ff72, 6.1-rt's sampler stamped two sample ends
+# 6 ms after it had drained the tickless CPU (test_accuracy's intervals
+# 106/94 ms for a loop charged 100/100), and 6.12-rt's tickless CPU
+# scheduled 8-19 times in every interval.
+# The debug kernel build, which no vm test needs, is stopped at once;
+# prebuild.py between two builds (PAUSE: a build holds a module directory's
+# lock, which a solo test's fixture may wait for).
+bg_pause() {
+	[ -z "${DEBUG_BG:-}" ] || kill -STOP "-$DEBUG_BG" 2>/dev/null
+	[ -n "${PREBUILD_BG:-}" ] || return 0
+	: >"$PAUSE"
+	while [ ! -e "$PAUSE.idle" ] && running "$PREBUILD_BG"; do
+		sleep 1
+	done
+}
+
+# After the solo part: the builds go on, the vm stage's at nice 0 (group
+# and autogroup), as the vm stage's second part waits for them.
+bg_resume() {
+	[ -z "${DEBUG_BG:-}" ] || kill -CONT "-$DEBUG_BG" 2>/dev/null
+	[ -n "${PREBUILD_BG:-}" ] || return 0
+	renice -n 0 -g "$PREBUILD_BG" >/dev/null 2>&1
+	echo 0 2>/dev/null >"/proc/$PREBUILD_BG/autogroup"
+	rm -f "$PAUSE" "$PAUSE.idle"
+}
+
+# Before the vm stage's second part, beside the lane, whose nice 10 leaves
+# the builds, reniced to 0 (bg_resume), nine tenths of the host. How
 # long it waited and the builds' exit status are kept ("prebuild-wait"); a
 # build that failed fails the tests that need it, which build it again.
 prebuild_wait() {
@@ -200,11 +244,13 @@ vm_stage() {
 		ignore="$ignore --ignore=$m"
 	done
 	if [ -n "$solo" ]; then
+		bg_pause
 		# shellcheck disable=SC2086
 		pytest_stage vm-solo -m vm $solo || vrc=1
+		bg_resume
 	fi
-	prebuild_wait
 	lane_start
+	prebuild_wait
 	for m in $VM_IN_LANE; do
 		ignore="$ignore --ignore=$m"
 	done
@@ -309,8 +355,7 @@ debug_stage() {
 		# not wait(1): beside the vm stage, the build is not our child
 		# (and, ended, stays a zombie until check.sh reaps it)
 		while [ ! -s "$OUT/debugkernel.rc" ] &&
-			[ "$(cut -d' ' -f3 "/proc/$DEBUG_BG/stat" 2>/dev/null)" \
-				!= Z ] && kill -0 "$DEBUG_BG" 2>/dev/null; do
+			running "$DEBUG_BG"; do
 			sleep 1
 		done
 		wrc=$(cat "$OUT/debugkernel.rc" 2>/dev/null)
@@ -360,7 +405,7 @@ if [ "${1:-}" = --lane ]; then
 fi
 
 TSV=$OUT/timings.tsv
-rm -f "$OUT"/*.xml "$TSV" "$OUT"/timings.json
+rm -f "$OUT"/*.xml "$TSV" "$OUT"/timings.json "$CGE_BOOT_LOG"
 CACHE=${CGE_CACHE:-/var/cache/cgroup-energy}
 CACHE_EMPTY=$([ -n "$(ls -A "$CACHE" 2>/dev/null)" ] && echo 0 || echo 1)
 DEBUG_BG=""
@@ -371,6 +416,9 @@ stop_background() {
 	for g in $DEBUG_BG $LANE_PID $PREBUILD_BG; do
 		kill -TERM "-$g" 2>/dev/null
 	done
+	# stopped by bg_pause, it takes the signal once continued
+	[ -z "$DEBUG_BG" ] || kill -CONT "-$DEBUG_BG" 2>/dev/null
+	rm -f "$PAUSE" "$PAUSE.idle"
 }
 trap stop_background EXIT
 trap 'exit 129' HUP
@@ -451,8 +499,27 @@ try:
            'steal_fraction': round((s1 - s0) / all_, 3)}
 except (OSError, ValueError, IndexError, ZeroDivisionError) as e:
     cpu = {'error': str(e)}
+# the guests' boots: how long each took to its init's first line (a
+# measure of the host's speed for QEMU), and those stopped
+boots = []
+try:
+    with open(out + '/boots.jsonl') as fh:
+        boots = [json.loads(x) for x in fh if x.strip()]
+except (OSError, ValueError):
+    pass
+up = sorted((b['up_s'], b['flavour'], b['test']) for b in boots
+            if b.get('up_s'))
+guests = {'boots': len(boots),
+          'timed_out': sum(bool(b.get('timed_out')) for b in boots),
+          'stuck_before_init': sum(bool(b.get('stuck_before_init'))
+                                   for b in boots)}
+if up:
+    guests.update(up_s_median=up[len(up) // 2][0],
+                  up_s_p90=up[min(len(up) - 1, len(up) * 9 // 10)][0],
+                  up_s_max=list(up[-1]))
 doc = {'commit': commit, 'finished': time.strftime('%Y-%m-%dT%H:%M:%S%z'),
-       'total_seconds': total, 'cache': cache, 'cpu': cpu, 'stages': stages,
+       'total_seconds': total, 'cache': cache, 'cpu': cpu, 'guests': guests,
+       'stages': stages,
        'tests': {'passed': t, 'failed': f, 'skipped': s,
                  'failed_ids': failed}}
 with open(out + '/timings.json', 'w') as fh:
@@ -460,6 +527,18 @@ with open(out + '/timings.json', 'w') as fh:
 print(f'check: total {total // 60} min {total % 60} s '
       f'(stage timings: {out}/timings.json)')
 print(f'check: {t} passed, {f} failed, {s} skipped')
+host = (f"{cpu['cores']} cores, {cpu['busy_fraction']} busy, "
+        f"{cpu['steal_fraction']} steal" if 'cores' in cpu
+        else cpu.get('error'))
+print(f"check: host: {host}; cache "
+      f"{'empty' if cache['empty_at_start'] else 'warm'} at start")
+line = f"check: guests: {guests['boots']} boots"
+if up:
+    line += (f"; up after {guests['up_s_median']} s median, "
+             f"{guests['up_s_p90']} s 90th percentile, "
+             f"{up[-1][0]} s at most ({up[-1][2] or up[-1][1]})")
+print(line + f"; {guests['timed_out']} timed out, "
+      f"{guests['stuck_before_init']} stopped before their init")
 PYEOF
 src=$?
 # The summary is part of the result: if it fails, check.sh fails.

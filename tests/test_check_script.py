@@ -166,6 +166,34 @@ def test_stress_without_debug_kernel_builds_nothing(tmp_path):
     assert tsv == {'debug': 0}
 
 
+def test_summary_says_how_the_host_and_the_guests_fared(tmp_path):
+    # the host's busy and steal fractions, the cache's state, and the boots
+    # the harness logged in CGE_BOOT_LOG (a stale log is removed first)
+    repo = fake_repo(tmp_path)
+    (repo / '.build/check').mkdir(parents=True)
+    (repo / '.build/check/boots.jsonl').write_text(
+        '{"flavour": "stale", "up_s": 99}\n')
+    (repo / 'tests/test_engine.py').write_text(
+        'import json, os\nimport pytest\n\npytestmark = pytest.mark.vm\n\n\n'
+        'def test_boots():\n'
+        '    with open(os.environ["CGE_BOOT_LOG"], "a") as f:\n'
+        '        for up, fl, to in ((2.0, "6.1", False), (3.5, "sid", False),\n'
+        '                           (None, "6.12", True)):\n'
+        '            f.write(json.dumps({"flavour": fl, "up_s": up,\n'
+        '                "test": "tests/t.py::x[" + fl + "]",\n'
+        '                "timed_out": to, "stuck_before_init": False}) + "\\n")\n')
+    r, _ = check(repo, CGE_STAGES='vm')
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert 'check: host: 2 cores, ' in r.stdout or \
+        f'check: host: {os.cpu_count()} cores, ' in r.stdout, r.stdout
+    assert 'steal; cache ' in r.stdout, r.stdout
+    assert ('check: guests: 3 boots; up after 3.5 s median, 3.5 s 90th '
+            'percentile, 3.5 s at most (tests/t.py::x[sid]); 1 timed out, '
+            '0 stopped before their init') in r.stdout, r.stdout
+    g = timings(repo)[1]['guests']
+    assert g['boots'] == 3 and g['up_s_max'][0] == 3.5, g
+
+
 def vm_stubs(repo, debugkernel_rc=0):
     """A solo vm test and a second-part vm test that, given WAIT_STRESS in
     its environment, waits (10 s at most) for the debug kernel's stress to be
@@ -312,18 +340,38 @@ def test_overlap_off_runs_the_debug_stage_after_vm(tmp_path):
     assert ran == ['solo', 'rest end', 'stress 6.1-rt', 'stress debug'], ran
 
 
-def test_vm_modules_prebuilt_at_nice_19_before_the_second_part(tmp_path):
-    # tests/vm/prebuild.py gets CGE_FLAVOURS, runs at nice 19 in its own
-    # autogroup beside the solo part, and the second part starts after it
+def test_vm_modules_prebuilt_paused_beside_the_solo_part(tmp_path):
+    # tests/vm/prebuild.py gets CGE_FLAVOURS and the pause file, runs at
+    # nice 19 in its own autogroup, starts no build while the solo part runs
+    # (it says so in FILE.idle), then goes on at nice 0; the second part
+    # starts after it
     repo = fake_repo(tmp_path)
     vm_stubs(repo)
     (repo / 'tests/vm/prebuild.py').write_text(
         'import os, sys, time\n'
-        'time.sleep(2)\n'
-        'ag = open("/proc/self/autogroup").read().split()[-1]\n'
-        'open(os.environ["MARK"] + ".prebuild", "w").write(\n'
-        '    f"{sys.argv[1]} {os.nice(0)} {ag}")\n'
-        'print("prebuild: 4 builds in 2 s")\n')
+        'from pathlib import Path\n'
+        'def state():\n'
+        '    ag = (open("/proc/self/autogroup").read().split()[-1]\n'
+        '          if os.path.exists("/proc/self/autogroup") else "-")\n'
+        '    return f"{os.nice(0)} {ag}"\n'
+        'assert sys.argv[1] == "--pause"\n'
+        'pause = Path(sys.argv[2])\n'
+        'log = [sys.argv[3], state()]\n'
+        'while not pause.exists():\n'
+        '    time.sleep(0.1)\n'
+        'Path(str(pause) + ".idle").touch()\n'
+        'while pause.exists():\n'
+        '    time.sleep(0.1)\n'
+        'log.append(state())\n'
+        'time.sleep(1)\n'
+        'open(os.environ["MARK"] + ".prebuild", "w").write("\\n".join(log))\n'
+        'print("prebuild: 4 builds in 2 s (paused 1 s)")\n')
+    (repo / 'tests/test_accuracy.py').write_text(
+        'import os\nimport pytest\n\npytestmark = pytest.mark.vm\n\n\n'
+        'def test_solo():\n'
+        '    p = ".build/check/prebuild.pause"\n'
+        '    with open(os.environ["MARK"], "a") as f:\n'
+        '        f.write(f"solo {os.path.exists(p + \'.idle\')}\\n")\n')
     (repo / 'tests/test_engine.py').write_text(
         'import os\nimport pytest\n\npytestmark = pytest.mark.vm\n\n\n'
         'def test_rest():\n'
@@ -333,13 +381,16 @@ def test_vm_modules_prebuilt_at_nice_19_before_the_second_part(tmp_path):
         '            m + ".prebuild") else "rest before prebuild\\n")\n')
     r, ran = check(repo, CGE_STAGES='vm', CGE_FLAVOURS='6.1,sid')
     assert r.returncode == 0, r.stdout + r.stderr
-    assert ran == ['solo', 'rest after prebuild'], ran
-    got = (repo / 'mark.prebuild').read_text().split()
-    assert got[:2] == ['6.1,sid', '19'], got
-    if os.path.exists('/proc/self/autogroup'):
-        assert got[2] == '19', got
-    assert 'the background builds: prebuild: 4 builds in 2 s (exit 0' \
-        in r.stdout
+    assert ran == ['solo True', 'rest after prebuild'], ran
+    got = (repo / 'mark.prebuild').read_text().split('\n')
+    ag = os.path.exists('/proc/self/autogroup')
+    assert got[0] == '6.1,sid', got
+    assert got[1] == ('19 19' if ag else '19 -'), got
+    if os.geteuid() == 0:
+        assert got[2] == ('0 0' if ag else '0 -'), got
+    assert 'the background builds: prebuild: 4 builds in 2 s (paused 1 s)' \
+        ' (exit 0' in r.stdout
+    assert not (repo / '.build/check/prebuild.pause').exists()
     tsv, _ = timings(repo)
     assert tsv['prebuild-wait'] == 0
 
@@ -362,12 +413,16 @@ def test_vm_lane_tests_run_in_the_lane(tmp_path, stages, in_lane):
     assert r.returncode == 0, r.stdout + r.stderr
     harness = [x for x in ran if x.startswith('harness')]
     tsv, doc = timings(repo)
+    # nice(1) adds to the nice this test runs at (10 when make check's host
+    # stage runs it in the lane), up to 19
+    base = os.nice(0)
     if in_lane:
-        assert harness == ['harness 10'], ran
-        assert ran.index('harness 10') < ran.index('stress 6.1-rt'), ran
+        lane = f'harness {min(base + 10, 19)}'
+        assert harness == [lane], ran
+        assert ran.index(lane) < ran.index('stress 6.1-rt'), ran
         assert tsv['vm-lane'] == 0 and tsv['vm'] == 0, tsv
     else:
-        assert harness == ['harness 0'], ran
+        assert harness == [f'harness {base}'], ran
         assert 'vm-lane' not in tsv, tsv
     assert doc['tests']['passed'] == (4 if in_lane else 3), doc
     if in_lane:

@@ -20,6 +20,7 @@ SUSPEND_CYCLE.
 CLI: harness.py [--flavour 6.1] [--console] [--suspend] -- 'cmd1' 'cmd2' ...
 """
 import argparse
+import json
 import os
 import re
 import shlex
@@ -536,7 +537,23 @@ def _boot(k, initrd, cmds, flavour, timeout, cpus, mem, append, echo, hw,
     boot = f'{res.boot_time:.1f} s' if res.boot_time else 'n/a'
     print(f'vm: {flavour} ({k.kver}) boot {boot}, total {res.duration:.1f} s, '
           f'log {res.console_path}', file=sys.stderr, flush=True)
+    _log_boot(res)
     return res
+
+
+def _log_boot(res):
+    """One line per boot in $CGE_BOOT_LOG (make check sets it: its summary
+    says how long the guests took to come up, as a measure of the host)."""
+    path = os.environ.get('CGE_BOOT_LOG')
+    if not path:
+        return
+    test = os.environ.get('PYTEST_CURRENT_TEST', '').split(' ')[0]
+    rec = {'flavour': res.flavour, 'test': test,
+           'up_s': round(res.boot_time, 2) if res.boot_time else None,
+           'total_s': round(res.duration, 1), 'timed_out': res.timed_out,
+           'stuck_before_init': res.stuck_before_init}
+    with open(path, 'a') as f:      # one write per line: O_APPEND
+        f.write(json.dumps(rec) + '\n')
 
 
 def main(argv=None):

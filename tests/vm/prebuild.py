@@ -11,9 +11,11 @@ build.build_external), so nothing the tests load differs.  Builds cost
 10-12 s each on an idle host, over 20 in a run: in line they lengthened
 the vm stage, which is make check's longest path.
 
-usage: prebuild.py FLAVOURS   (as CGE_FLAVOURS: blank- or comma-separated,
-"all" for every one); exit status 1 if a build failed (the fixture that
-needs it then fails with make's output).
+usage: prebuild.py [--pause FILE] FLAVOURS   (as CGE_FLAVOURS: blank- or
+comma-separated, "all" for every one); exit status 1 if a build failed (the
+fixture that needs it then fails with make's output).  While FILE exists,
+no build starts: FILE.idle says so (check.sh pauses the builds while the vm
+stage's solo part runs).
 """
 import sys
 import time
@@ -42,15 +44,37 @@ def jobs(flavours):
     return out
 
 
+def wait_while(pause):
+    """Start no build while @pause exists; @pause.idle tells it."""
+    idle = Path(str(pause) + '.idle')
+    waited = False
+    while pause.exists():
+        if not waited:
+            idle.touch()
+            waited = True
+        time.sleep(0.5)
+    return waited
+
+
 def main(argv):
+    args = argv[1:]
+    pause = None
+    if args[:1] == ['--pause'] and len(args) >= 2:
+        pause = Path(args[1])
+        args = args[2:]
     try:
-        todo = jobs(kernels.select_flavours(argv[1:]))
+        todo = jobs(kernels.select_flavours(args))
     except kernels.KernelError as e:
         print(f'prebuild: {e}', file=sys.stderr, flush=True)
         return 2
     failed = []
     t0 = time.monotonic()
+    paused = 0.0
     for what, call in todo:
+        if pause:
+            p0 = time.monotonic()
+            if wait_while(pause):
+                paused += time.monotonic() - p0
         try:
             call()
         except Exception as e:       # the fixture reports it in full
@@ -58,7 +82,7 @@ def main(argv):
             first = (str(e).splitlines() or [repr(e)])[0]
             print(f'prebuild: {what}: {first}', file=sys.stderr, flush=True)
     print(f'prebuild: {len(todo) - len(failed)} builds in '
-          f'{time.monotonic() - t0:.0f} s'
+          f'{time.monotonic() - t0 - paused:.0f} s (paused {paused:.0f} s)'
           + (f'; failed: {", ".join(failed)}' if failed else ''),
           file=sys.stderr, flush=True)
     return 1 if failed else 0
