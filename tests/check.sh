@@ -190,31 +190,48 @@ prebuild_bg() {
 	PREBUILD_BG=$!
 }
 
-# The background builds stop (SIGSTOP) while the vm stage's solo part runs:
-# its figures assume nothing else on the host. At nice 19 beside it, the
+# The background builds pause while the vm stage's solo part runs: its
+# figures assume nothing else on the host. At nice 19 beside it, the
 # builds still took the CPU from its guests' vCPUs for a time slice at a
 # time: in the run of f82ff72, 6.1-rt's sampler stamped two sample ends
 # 6 ms after it had drained the tickless CPU (test_accuracy's intervals
 # 106/94 ms for a loop charged 100/100), and 6.12-rt's tickless CPU
 # scheduled 8-19 times in every interval.
-# The debug kernel build, which no vm test needs, is stopped at once;
-# prebuild.py between two builds (PAUSE: a build holds a module directory's
-# lock, which a solo test's fixture may wait for).
+# The debug kernel build, which no vm test needs, is stopped (SIGSTOP) at
+# once, with a guard in a session of its own that continues it if this
+# shell ends without its EXIT trap (SIGKILL); prebuild.py starts no build
+# while PAUSE exists, and the build under way finishes first (it holds a
+# module directory's lock, which a solo test's fixture may wait for).
 bg_pause() {
-	[ -z "${DEBUG_BG:-}" ] || kill -STOP "-$DEBUG_BG" 2>/dev/null
+	if [ -n "${DEBUG_BG:-}" ]; then
+		kill -STOP "-$DEBUG_BG" 2>/dev/null
+		# shellcheck disable=SC2016 # expanded by the inner sh
+		setsid sh -c 'while kill -0 "$0" 2>/dev/null; do sleep 1; done
+			kill -CONT "-$1" 2>/dev/null' "$$" "$DEBUG_BG" \
+			</dev/null >/dev/null 2>&1 &
+		CONT_GUARD=$!
+	fi
 	[ -n "${PREBUILD_BG:-}" ] || return 0
+	p0=$(now)
 	: >"$PAUSE"
 	while [ ! -e "$PAUSE.idle" ] && running "$PREBUILD_BG"; do
 		sleep 1
 	done
+	echo "check: the background builds pause for the solo part" \
+		"(waited $(( $(now) - p0 )) s for the build under way)"
 }
 
-# After the solo part: the builds go on, the vm stage's at nice 0 (group
-# and autogroup), as the vm stage's second part waits for them.
+# After the solo part (or in its place): the builds go on, the vm stage's
+# at nice 0 (group and autogroup), as the vm stage's second part waits for
+# them beside the lane.
 bg_resume() {
-	[ -z "${DEBUG_BG:-}" ] || kill -CONT "-$DEBUG_BG" 2>/dev/null
+	if [ -n "${DEBUG_BG:-}" ]; then
+		kill -CONT "-$DEBUG_BG" 2>/dev/null
+		[ -z "${CONT_GUARD:-}" ] || kill "$CONT_GUARD" 2>/dev/null
+		CONT_GUARD=""
+	fi
 	[ -n "${PREBUILD_BG:-}" ] || return 0
-	renice -n 0 -g "$PREBUILD_BG" >/dev/null 2>&1
+	renice --priority 0 -g "$PREBUILD_BG" >/dev/null 2>&1
 	echo 0 2>/dev/null >"/proc/$PREBUILD_BG/autogroup"
 	rm -f "$PAUSE" "$PAUSE.idle"
 }
@@ -247,8 +264,8 @@ vm_stage() {
 		bg_pause
 		# shellcheck disable=SC2086
 		pytest_stage vm-solo -m vm $solo || vrc=1
-		bg_resume
 	fi
+	bg_resume
 	lane_start
 	prebuild_wait
 	for m in $VM_IN_LANE; do
@@ -411,6 +428,7 @@ CACHE_EMPTY=$([ -n "$(ls -A "$CACHE" 2>/dev/null)" ] && echo 0 || echo 1)
 DEBUG_BG=""
 LANE_PID=""
 PREBUILD_BG=""
+CONT_GUARD=""
 VM_IN_LANE=""
 stop_background() {
 	for g in $DEBUG_BG $LANE_PID $PREBUILD_BG; do
@@ -418,6 +436,7 @@ stop_background() {
 	done
 	# stopped by bg_pause, it takes the signal once continued
 	[ -z "$DEBUG_BG" ] || kill -CONT "-$DEBUG_BG" 2>/dev/null
+	[ -z "$CONT_GUARD" ] || kill "$CONT_GUARD" 2>/dev/null
 	rm -f "$PAUSE" "$PAUSE.idle"
 }
 trap stop_background EXIT
@@ -502,14 +521,24 @@ except (OSError, ValueError, IndexError, ZeroDivisionError) as e:
 # the guests' boots: how long each took to its init's first line (a
 # measure of the host's speed for QEMU), and those stopped
 boots = []
+unread = 0
 try:
     with open(out + '/boots.jsonl') as fh:
-        boots = [json.loads(x) for x in fh if x.strip()]
-except (OSError, ValueError):
+        for x in fh:
+            try:
+                b = json.loads(x)
+            except ValueError:
+                b = None
+            if isinstance(b, dict):
+                boots.append(b)
+            elif x.strip():
+                unread += 1
+except OSError:
     pass
-up = sorted((b['up_s'], b['flavour'], b['test']) for b in boots
-            if b.get('up_s'))
-guests = {'boots': len(boots),
+# the upper middle one for an even count
+up = sorted((b['up_s'], str(b.get('flavour')), str(b.get('test') or ''))
+            for b in boots if isinstance(b.get('up_s'), (int, float)))
+guests = {'boots': len(boots), 'lines_unread': unread,
           'timed_out': sum(bool(b.get('timed_out')) for b in boots),
           'stuck_before_init': sum(bool(b.get('stuck_before_init'))
                                    for b in boots)}
@@ -538,7 +567,8 @@ if up:
              f"{guests['up_s_p90']} s 90th percentile, "
              f"{up[-1][0]} s at most ({up[-1][2] or up[-1][1]})")
 print(line + f"; {guests['timed_out']} timed out, "
-      f"{guests['stuck_before_init']} stopped before their init")
+      f"{guests['stuck_before_init']} stopped before their init"
+      + (f'; {unread} lines of boots.jsonl unread' if unread else ''))
 PYEOF
 src=$?
 # The summary is part of the result: if it fails, check.sh fails.

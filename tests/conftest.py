@@ -86,6 +86,14 @@ def pytest_runtest_setup(item):
                      '>= 10.0 (bookworm-backports)')
 
 
+@pytest.fixture(autouse=True)
+def _boot_log_for_vm_tests(request, monkeypatch):
+    """Only a vm test's boots go to make check's boot log (CGE_BOOT_LOG):
+    the host tests' stub boots (test_harness) are not guests."""
+    if not request.node.get_closest_marker('vm'):
+        monkeypatch.delenv('CGE_BOOT_LOG', raising=False)
+
+
 class VM:
     """Boots guests for one test module; identical runs are memoised for the
     whole session (workload.engine_boot: test_impact and test_engine)."""

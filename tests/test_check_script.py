@@ -433,29 +433,74 @@ def test_vm_lane_tests_run_in_the_lane(tmp_path, stages, in_lane):
         assert 'vm-lane' in r.stdout and 'FAILED' in r.stdout
 
 
+def test_debug_build_stopped_beside_the_solo_part(tmp_path):
+    # the debug kernel's build is stopped (state T) while the solo part
+    # runs and runs again for the second part (the style stage waits until
+    # the build has started)
+    repo = fake_repo(tmp_path, style='while [ ! -e "$MARK.pid" ]; do '
+                     'sleep 0.05; done')
+    vm_stubs(repo)
+    # (until the second part has looked: a stopped sleep's time runs on)
+    (repo / 'tests/vm/debugkernel.py').write_text(
+        'import os, time\n'
+        'm = os.environ["MARK"]\n'
+        'open(m + ".pid", "w").write(str(os.getpid()))\n'
+        'end = time.monotonic() + 50\n'
+        'while time.monotonic() < end and not (\n'
+        '        os.path.exists(m) and "rest" in open(m).read()):\n'
+        '    time.sleep(0.05)\n')
+    state = ('def state():\n'
+             '    m = os.environ["MARK"]\n'
+             '    while not os.path.exists(m + ".pid"):\n'
+             '        time.sleep(0.05)\n'
+             '    pid = open(m + ".pid").read()\n'
+             '    return open(f"/proc/{pid}/stat").read().split()[2]\n')
+    (repo / 'tests/test_accuracy.py').write_text(
+        'import os, time\nimport pytest\n\npytestmark = pytest.mark.vm\n\n\n'
+        + state + '\n\ndef test_solo():\n'
+        '    open(os.environ["MARK"], "a").write(f"solo {state()}\\n")\n')
+    (repo / 'tests/test_engine.py').write_text(
+        'import os, time\nimport pytest\n\npytestmark = pytest.mark.vm\n\n\n'
+        + state + '\n\ndef test_rest():\n'
+        '    open(os.environ["MARK"], "a").write(f"rest {state()}\\n")\n')
+    r, ran = check(repo, CGE_STAGES='style vm debug',
+                   CGE_STRESS_FLAVOURS='debug')
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert ran == ['ran', 'solo T', 'rest S', 'stress debug'], ran
+
+
 def test_interrupted_run_stops_the_background_builds(tmp_path):
     # stopped during the vm stage's solo part, while prebuild.py and a
     # child of it (as make is) still run
     repo = fake_repo(tmp_path)
     vm_stubs(repo)
     (repo / 'tests/test_accuracy.py').write_text(
-        'import time\nimport pytest\n\npytestmark = pytest.mark.vm\n\n\n'
-        'def test_solo():\n    time.sleep(60)\n')
+        'import os, time\nimport pytest\n\npytestmark = pytest.mark.vm\n\n\n'
+        'def test_solo():\n'
+        '    open(os.environ["MARK"], "a").write("solo\\n")\n'
+        '    time.sleep(60)\n')
+    # paused as check.sh asks (idle between builds), with a child still
+    # running, as a build's make is when the pause comes
     (repo / 'tests/vm/prebuild.py').write_text(
-        'import os, subprocess, time\n'
+        'import os, subprocess, sys, time\n'
         'c = subprocess.Popen(["sleep", "60"])\n'
+        'while not os.path.exists(sys.argv[2]):\n'
+        '    time.sleep(0.05)\n'
+        'open(sys.argv[2] + ".idle", "w").close()\n'
         'open(os.environ["PIDS"], "w").write(f"{os.getpid()} {c.pid}")\n'
         'time.sleep(60)\n')
     pids = repo / 'pids'
+    mark = repo / 'mark'
     e = {k: v for k, v in os.environ.items() if not k.startswith('CGE_')}
-    e.update(MARK=str(repo / 'mark'), PIDS=str(pids), CGE_STAGES='vm')
+    e.update(MARK=str(mark), PIDS=str(pids), CGE_STAGES='vm')
     # in a process group of its own, stopped whole, as a terminal's ^C or
     # a CI job's end does (the shell runs its trap once pytest has gone)
     p = subprocess.Popen(['/bin/sh', str(repo / 'tests/check.sh')], env=e,
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                          start_new_session=True)
     deadline = time.monotonic() + 30
-    while not (pids.exists() and pids.read_text()):
+    while not (pids.exists() and pids.read_text() and mark.exists() and
+               'solo' in mark.read_text()):
         assert time.monotonic() < deadline and p.poll() is None
         time.sleep(0.05)
     os.killpg(p.pid, signal.SIGTERM)

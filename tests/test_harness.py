@@ -1,5 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0
 """Tests of the VM harness itself: boots, runs commands, catches splats."""
+import json
+import os
 import re
 import subprocess
 import sys
@@ -184,6 +186,25 @@ def test_boot_stuck_before_init_is_retried_once(monkeypatch, tmp_path,
     runs = [d for d in tmp_path.iterdir() if not d.is_symlink()]
     assert len(runs) == 2
     assert all('smpboot' in (d / 'console.log').read_text() for d in runs)
+
+
+def test_boots_logged_for_make_checks_summary(monkeypatch, tmp_path):
+    # a host test's stub boots reach no boot log (conftest removes
+    # CGE_BOOT_LOG, which make check sets); with one set, each boot is a
+    # line: flavour, test, up time, total, stopped at the deadline or not
+    assert 'CGE_BOOT_LOG' not in os.environ
+    log = tmp_path / 'boots.jsonl'
+    monkeypatch.setenv('CGE_BOOT_LOG', str(log))
+    stub_boot(monkeypatch, tmp_path / 'runs', 'echo smpboot; exec sleep 60')
+    with pytest.raises(harness.VMError), pytest.warns(UserWarning):
+        harness.run_vm('6.1', 'true', timeout=60)
+    recs = [json.loads(x) for x in log.read_text().splitlines()]
+    assert len(recs) == 2, recs
+    for r in recs:
+        assert r['flavour'] == '6.1' and r['up_s'] is None, r
+        assert r['stuck_before_init'] is True and r['timed_out'] is False, r
+        assert r['test'].endswith('test_boots_logged_for_make_checks_summary')
+        assert 1.5 <= r['total_s'] < 20, r
 
 
 def test_boot_with_a_bad_clock_is_retried_once(monkeypatch, tmp_path,
