@@ -118,20 +118,26 @@ def snapshot(rels=('',), extra=None, missing_ok=False, tries=20):
     cut is followed by one that starts as the next sample completes, the
     whole interval ahead of it: on a starved guest (6.1-rt, EPYC-Rome's 4
     vCPUs, in a make check that filled an empty cache) 20 tries each begun
-    at once all failed."""
+    at once all failed.  The reads run at SCHED_FIFO (fifo()): among busy
+    loops on every CPU they otherwise shared a CPU with one, and on a host
+    running QEMU two to three times slower than usual (CI's run of f82ff72;
+    on the build machine, guest kernels at their PCI scan 4.3-8.5 s after
+    boot where they took 1.3-2.4 s) 20 tries failed in every scenario of test_rapl_emu on EPYC and in
+    test_accuracy's drain scenario on every kernel."""
     for i in range(tries):
         if i:
             _sample_after(b['samples'])
-        a = info()
-        cgs = {}
-        for rel in rels:
-            try:
-                cgs[rel] = stat(rel)
-            except OSError:
-                if not missing_ok:
-                    raise
-        x = extra() if extra else None
-        b = info()
+        with fifo():
+            a = info()
+            cgs = {}
+            for rel in rels:
+                try:
+                    cgs[rel] = stat(rel)
+                except OSError:
+                    if not missing_ok:
+                        raise
+            x = extra() if extra else None
+            b = info()
         if a['samples'] == b['samples']:
             return {'info': a, 'stat': cgs, 'extra': x}
     raise RuntimeError(f'a sample completed during each of {tries} reads')
