@@ -19,17 +19,28 @@ def _d(a, b, cg, key):
     return b[cg][key] - a[cg][key]
 
 
+# The most samples apart two consecutive snapshots of the series may be
+# for their span to count in the per-interval check: on a host that runs
+# QEMU slowly, the script's read after a sample outlasted the interval
+# (CI's run of d811c46, whose host ran the kernel unit tests 4-5 times
+# slower than this machine: 0-6 spans of one sample among a series' 36
+# intervals, every kernel).
+SPAN_MAX = 3
+
+
 def intervals(res):
-    """Each pair of consecutive snapshots one sample apart: the interval's
-    length (the module's sample end times), the schedule() calls on CPU 1
-    in it (0: its loop ran the whole interval, nothing else did) and the
-    loop's usage_usec, µs."""
+    """Each pair of consecutive snapshots one to SPAN_MAX samples apart:
+    the samples between them (n), the span's length (the module's sample
+    end times), the schedule() calls on CPU 1 in it (0: its loop ran the
+    whole span, nothing else did) and the loop's usage_usec, µs."""
     s = ok(res, 's_drain')['series']
     out = []
     for a, b in zip(s, s[1:]):
-        if b['samples'] - a['samples'] != 1:
+        n = b['samples'] - a['samples']
+        if not 1 <= n <= SPAN_MAX:
             continue
         out.append({
+            'n': n,
             'len_us': (b['last_sample_ns'] - a['last_sample_ns']) / 1000,
             'schedule_calls': b['schedule_calls']['1'] -
             a['schedule_calls']['1'],
@@ -59,7 +70,7 @@ def windows(res):
 
 
 def check_intervals(res):
-    # The intervals in which CPU 1 called schedule() no more often than in
+    # The spans in which CPU 1 called schedule() no more often than in
     # its quietest one: the kernel's own periodic threads only (none with
     # nohz_full; 3 per interval on 7.2 and 7.3 while the sampler ran there,
     # before it kept to a housekeeping CPU), not a thread that took a share
@@ -67,24 +78,28 @@ def check_intervals(res):
     every = intervals(res)
     fewest = min((x['schedule_calls'] for x in every), default=0)
     iv = [x for x in every if x['schedule_calls'] == fewest]
-    # The premise: the script caught eight single intervals or more so
-    # (it catches 25-35 of the series' 36).
+    # The premise: the script caught eight such spans or more (on this
+    # machine 25-35 of a series' 36 intervals, each one sample apart).
     assert len(iv) >= 8, every
-    # The loop had CPU 1 for the whole interval: it is charged the
-    # interval, within 2 %. (Before the drain read the running slice from
-    # the task clock, a ticked CPU's interval was up to a tick, 4 ms, off,
-    # and a tickless one's 0 for nine intervals of ten, then a whole
-    # second.) The interval's ends are the module's sample end times;
-    # CPU 1's is its drain, in the sample.
-    off = [abs(x['loop1_us'] - x['len_us']) / x['len_us'] for x in iv]
+    # The loop had CPU 1 for the whole span: it is charged the span,
+    # within 2 % of an interval. A span's error is its end's minus its
+    # start's, each what the drain at that sample left uncharged or
+    # charged ahead, so a span of several intervals is held to one
+    # interval's bound. (Before the drain read the running slice from the
+    # task clock, a ticked CPU's interval was up to a tick, 4 ms, off, and
+    # a tickless one's 0 for nine intervals of ten, then a whole second.)
+    # The span's ends are the module's sample end times; CPU 1's is its
+    # drain, in the sample.
+    off = [abs(x['loop1_us'] - x['len_us']) / (x['len_us'] / x['n'])
+           for x in iv]
     assert sum(e <= 0.02 for e in off) >= 0.9 * len(iv), iv
     # The guest's TSC is unstable (QEMU's TCG): sched_clock_cpu() then
     # runs at most a tick (4 ms at HZ=250) past a CPU's last tick, and the
     # sampler's reading of CPU 1's clock lags when its own CPU's tick is
     # late (1 interval of 26 at -3.8 ms on 6.1, the others within 0.06 %;
     # a stable TSC, as on servers, has no such bound)
-    assert all(abs(x['loop1_us'] - x['len_us']) <= 0.02 * x['len_us'] +
-               4_000 for x in iv), iv
+    assert all(abs(x['loop1_us'] - x['len_us']) <=
+               0.02 * x['len_us'] / x['n'] + 4_000 for x in iv), iv
     return iv
 
 

@@ -122,11 +122,13 @@ def snapshot(rels=('',), extra=None, missing_ok=False, tries=20):
     loops on every CPU they otherwise shared a CPU with one, and on a host
     running QEMU two to three times slower than usual (CI's run of f82ff72;
     on the build machine, guest kernels at their PCI scan 4.3-8.5 s after
-    boot where they took 1.3-2.4 s) 20 tries failed in every scenario of test_rapl_emu on EPYC and in
-    test_accuracy's drain scenario on every kernel."""
-    for i in range(tries):
-        if i:
-            _sample_after(b['samples'])
+    boot where they took 1.3-2.4 s) 20 tries failed in every scenario of
+    test_rapl_emu on EPYC and in test_accuracy's drain scenario on every
+    kernel."""
+    cut = None          # the samples count after a read that a sample cut
+    for _ in range(tries):
+        if cut is not None:
+            _sample_after(cut)
         with fifo():
             a = info()
             cgs = {}
@@ -140,6 +142,7 @@ def snapshot(rels=('',), extra=None, missing_ok=False, tries=20):
             b = info()
         if a['samples'] == b['samples']:
             return {'info': a, 'stat': cgs, 'extra': x}
+        cut = b['samples']
     raise RuntimeError(f'a sample completed during each of {tries} reads')
 
 
@@ -287,10 +290,12 @@ class Work:
     def __init__(self, binary):
         self.bin = binary
 
-    def start(self, cg, *args, cpu=None):
+    def start(self, cg, *args, cpu=None, nice=None):
         cmd = [self.bin, '-C', str(CG / cg)]
         if cpu is not None:
             cmd += ['-p', str(cpu)]
+        if nice is not None:
+            cmd = ['nice', '-n', str(nice)] + cmd
         return subprocess.Popen(cmd + [str(a) for a in args])
 
     @staticmethod
