@@ -95,9 +95,9 @@ def test_conservation_against_hardware(hw):
     # the same to the µJ in every read
     _, res = hw
     r = ok(res, 's_conservation_hw')
-    # (25-45 reads in the 5 s in tests/results/rapl-emu.jsonl; 22 in 8 s
-    # beside another make check: each waits for a sample and reads the
-    # emulator's record under the same snapshot)
+    # (12 reads or more, for 5 s or more: 25-45 in the 5 s in
+    # tests/results/rapl-emu.jsonl; fewer than 10 only if 60 s did not
+    # give 12)
     assert r['reads'] >= 10 and len(r['distinct_diffs']) == 1, r
     assert r['distinct_diffs'][0] >= 0 and r['conserved'], r
 
@@ -125,8 +125,8 @@ def test_energy_of_the_package_it_ran_on(hw):
     r = ok(res, 's_packages')
     cg, pk = r['cg_uj'], r['pkg_uj']
     # CPU 0 (package 0) busy for the window: nearly all of package 0's
-    # energy (the rest is the idle time at the window's edges; 0.951-0.974
-    # in tests/results/rapl-emu.jsonl), nothing of package 1's
+    # energy (the rest is what kernel threads and interrupts take there;
+    # tests/results/rapl-emu.jsonl), nothing of package 1's
     assert r['packages'] == 2, r
     assert 0.9 * pk['0'] <= cg <= pk['0'], r
     if profile == 'intel-server':
