@@ -19,25 +19,19 @@ def _d(a, b, cg, key):
     return b[cg][key] - a[cg][key]
 
 
-# The most samples apart two consecutive snapshots of the series may be
-# for their span to count in the per-interval check: on a host that runs
-# QEMU slowly, the script's read after a sample outlasted the interval
-# (CI's run of d811c46, whose host ran the kernel unit tests 4-5 times
-# slower than this machine: 0-6 spans of one sample among a series' 36
-# intervals, every kernel).
-SPAN_MAX = 3
-
-
 def intervals(res):
-    """Each pair of consecutive snapshots one to SPAN_MAX samples apart:
-    the samples between them (n), the span's length (the module's sample
-    end times), the schedule() calls on CPU 1 in it (0: its loop ran the
-    whole span, nothing else did) and the loop's usage_usec, µs."""
-    s = ok(res, 's_drain')['series']
+    """Each pair of consecutive snapshots one to span_max samples apart
+    (the scenario's: on a slow host a read after a sample outlasts the
+    interval, tests/vm/guest/drain.py): the samples between them (n), the
+    span's length (the module's sample end times), the schedule() calls on
+    CPU 1 in it (0: its loop ran the whole span, nothing else did) and the
+    loop's usage_usec, µs."""
+    d = ok(res, 's_drain')
+    s = d['series']
     out = []
     for a, b in zip(s, s[1:]):
         n = b['samples'] - a['samples']
-        if not 1 <= n <= SPAN_MAX:
+        if not 1 <= n <= d['span_max']:
             continue
         out.append({
             'n': n,
@@ -69,27 +63,38 @@ def windows(res):
     return out
 
 
+def quiet(every):
+    """The spans in which CPU 1 called schedule() no more often per
+    interval than in the quietest one: the kernel's own periodic threads
+    only (none with nohz_full; 3 per interval on 7.2 and 7.3 while the
+    sampler ran there, before it kept to a housekeeping CPU), not a
+    thread that took a share of it (one on 6.1 took 4.3 ms)."""
+    fewest = min((x['schedule_calls'] / x['n'] for x in every), default=0)
+    return [x for x in every if x['schedule_calls'] <= fewest * x['n']]
+
+
 def check_intervals(res):
-    # The spans in which CPU 1 called schedule() no more often than in
-    # its quietest one: the kernel's own periodic threads only (none with
-    # nohz_full; 3 per interval on 7.2 and 7.3 while the sampler ran there,
-    # before it kept to a housekeeping CPU), not a thread that took a share
-    # of it (one on 6.1 took 4.3 ms).
     every = intervals(res)
-    fewest = min((x['schedule_calls'] for x in every), default=0)
-    iv = [x for x in every if x['schedule_calls'] == fewest]
-    # The premise: the script caught eight such spans or more (on this
-    # machine 25-35 of a series' 36 intervals, each one sample apart).
+    iv = quiet(every)
+    # The premise: eight quiet spans or more (the scenario reads on until
+    # it caught 12 spans; 24-36 quiet single intervals on tickless boots in
+    # tests/results/drain.jsonl, before spans of more than one sample).
     assert len(iv) >= 8, every
     # The loop had CPU 1 for the whole span: it is charged the span,
     # within 2 % of an interval. A span's error is its end's minus its
     # start's, each what the drain at that sample left uncharged or
     # charged ahead, so a span of several intervals is held to one
-    # interval's bound. (Before the drain read the running slice from the
-    # task clock, a ticked CPU's interval was up to a tick, 4 ms, off, and
-    # a tickless one's 0 for nine intervals of ten, then a whole second.)
-    # The span's ends are the module's sample end times; CPU 1's is its
-    # drain, in the sample.
+    # interval's bound. (Errors of two ends that cancel are not seen: a
+    # drain stale at every other sample passes spans of two samples.)
+    # Before the drain read the running slice from the task clock, a
+    # ticked CPU's interval was up to a tick, 4 ms, off, and a tickless
+    # one's 0 for nine intervals of ten, then a whole second.
+    # The ends are the module's sample end times, taken after the whole
+    # sample, CPU 1's drain among its first steps: a host that stops the
+    # guest inside a sample for more than the bound fails this check (a
+    # CPU quota on QEMU that stopped it 6.5 ms in every 10: a span 17 ms
+    # short, the next ones 10 and 7 ms long; docs/testing.md, "Slow
+    # hosts").
     off = [abs(x['loop1_us'] - x['len_us']) / (x['len_us'] / x['n'])
            for x in iv]
     assert sum(e <= 0.02 for e in off) >= 0.9 * len(iv), iv
@@ -97,7 +102,8 @@ def check_intervals(res):
     # runs at most a tick (4 ms at HZ=250) past a CPU's last tick, and the
     # sampler's reading of CPU 1's clock lags when its own CPU's tick is
     # late (1 interval of 26 at -3.8 ms on 6.1, the others within 0.06 %;
-    # a stable TSC, as on servers, has no such bound)
+    # a stable TSC, as on servers, has no such bound). Each end lags by a
+    # tick at most, so a span of several samples as well.
     assert all(abs(x['loop1_us'] - x['len_us']) <=
                0.02 * x['len_us'] / x['n'] + 4_000 for x in iv), iv
     return iv

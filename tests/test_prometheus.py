@@ -61,7 +61,9 @@ def test_rate_is_module_power(res, name):
     r = ok(res, 's_rate')
     c = r['cgroups'][name]
     # The premise, a loop burning in the window: a CPU of the model's is
-    # 0.74-3.5 W; cart has CPU 0, db and burn.service half of CPU 1 each.
+    # 0.74-3.5 W; cart has what Prometheus, the exporters and the script
+    # leave of CPU 0, db and burn.service half of what they leave of CPU 1
+    # each (the loops run at nice 19).
     assert 0.3 <= c['module_w'] <= 3.5, r
     # Prometheus's window runs between two scrapes, the module's between
     # the snapshots nearest to them (lag_ms, samples_apart): both count the

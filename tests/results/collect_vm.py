@@ -19,8 +19,9 @@ of a tree with changes, are left out) with the kernel version and the date:
             the pod join, the containerised exporter against the host's)
   drain     tests/vm/guest/drain.py in test_accuracy's and test_engine's
             boots, per kernel and boot (tickless or ticked CPU 1): the
-            quiet spans' error (% of an interval), the 1 s windows, the IPIs with and
-            without the module, the totals against cpu.stat
+            quiet spans' error (% of an interval), the 1 s windows,
+            the IPIs with and without the module, the totals against
+            cpu.stat
 """
 import json
 import subprocess
@@ -58,16 +59,17 @@ def drain_row(res):
     sys.path.insert(0, str(REPO / 'tests'))
     import drain_checks
     every = drain_checks.intervals(res)
-    fewest = min(x['schedule_calls'] for x in every)
+    quiet = drain_checks.quiet(every)
+    fewest = min(x['schedule_calls'] / x['n'] for x in every)
     # % of an interval: a span of n samples is held to one interval's bound
     err = [100 * (x['loop1_us'] - x['len_us']) / (x['len_us'] / x['n'])
-           for x in every if x['schedule_calls'] == fewest]
+           for x in quiet]
     added, w, b = drain_checks.added_ipis(res)
     d = res['s_drain']
     return {
-        'intervals': len(every), 'quiet_intervals': len(err),
+        'spans': len(every), 'quiet_spans': len(err),
         'samples_per_span': sorted({x['n'] for x in every}),
-        'quiet_schedule_calls': fewest,
+        'quiet_schedule_calls_per_interval': round(fewest, 2),
         'quiet_err_pct_min_max': [round(min(err), 3), round(max(err), 3)],
         'quiet_within_2pct': sum(abs(e) <= 2 for e in err),
         'windows': [{

@@ -165,7 +165,11 @@ def s_start(ctx):
     # The loops at nice 19: they take what the rest leaves, and Prometheus,
     # the exporters and this script the CPU when they wake. (At nice 0, on
     # a host running QEMU slowly, a scrape of either exporter outlasted its
-    # 1 s timeout and the targets stayed down: CI's run of d811c46.)
+    # 1 s timeout and the targets stayed down: CI's run of d811c46.) Nice
+    # 10 or more makes them background work: their CPU time weighs
+    # kqos_background (0.8) against the foreground tasks beside them, in
+    # impact_usec and the energy split; the checks compare Prometheus with
+    # the module's own figures of each cgroup.
     ctx['burners'] = [W.start(cg, 'busy', 2 * SCRAPE_S, cpu=cpu, nice=19)
                       for cg, cpu in BURNERS.values()]
     ctx['t0_ns'] = time.monotonic_ns()      # the module's clock
