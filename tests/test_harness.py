@@ -53,7 +53,8 @@ def test_boot_and_commands(guest, vm_flavour):
     kver = kernels.resolve(vm_flavour)
     assert guest['uname'].output.strip() == kver
     cmdline = guest['cmdline'].output
-    for arg in ('console=ttyS0', 'panic=-1', 'oops=panic', 'panic_on_warn=1'):
+    for arg in ('console=ttyS0', 'panic=-1', 'oops=panic', 'panic_on_warn=1',
+                'no_timer_check'):
         assert arg in cmdline.split()
     assert guest['python'].output.split() == ['42', '1', '3']
     assert guest['cgroup2'].rc == 0 and 'cgroup2fs' in guest['cgroup2'].output
