@@ -69,6 +69,7 @@ def drain_row(res):
     return {
         'spans': len(every), 'quiet_spans': len(err),
         'samples_per_span': sorted({x['n'] for x in every}),
+        'quiet_rule': f'the {drain_checks.QUIET_MIN} quietest',
         'quiet_schedule_calls_per_interval_max': round(most, 2),
         'quiet_err_pct_min_max': [round(min(err), 3), round(max(err), 3)],
         'quiet_within_2pct': sum(abs(e) <= 2 for e in err),
