@@ -62,6 +62,8 @@ SECTIONS = ('tools', 'throughput', 'selftime', 'ebpfcost', 'sampler',
 # Targets (the issue): B/A >= 0.97; <= 256 B per cgroup, <= 4 KiB per CPU;
 # <= 50 ns per switch on bare metal (a TCG figure is not comparable).
 TARGET_RATIO = 0.97
+# The issue: pairs enough that B/A's 95 % CI is narrower than +-1.5 %.
+CI_TARGET = 0.015
 TARGET_CGROUP_BYTES = 256
 TARGET_CPU_BYTES = 4096
 TARGET_NS_BARE_METAL = 50
@@ -526,6 +528,10 @@ def targets(s, local=False):
             + ('the target is inside it, so this run cannot tell'
                if ci[0] < TARGET_RATIO <= ci[1] else
                'the target is outside it'))
+        hw = max(s['module_ratio'] - ci[0], ci[1] - s['module_ratio'])
+        out['module_ratio_ci'] = t(r3(hw / s['module_ratio'], 4),
+                                   f'<= {CI_TARGET} of the median',
+                                   lambda v: v <= CI_TARGET)
     if local:
         out['ns_per_switch'] = t(s['ns_per_switch_net'],
                                  f'<= {TARGET_NS_BARE_METAL} on bare metal',
@@ -582,6 +588,27 @@ def migrate_rows(mg):
     return L
 
 
+def run_rows(name, b):
+    """How a workload's runs went: the warm-up, and for the pipe the runs
+    added until B/A's CI was narrow enough."""
+    L = []
+    wu = b.get('warmup')
+    if wu:
+        L.append(f'| {name}: warm-up runs (uncounted, until the last '
+                 f'{wu["runs"]} lie within {wu["spread"]:.0%}) | '
+                 f'{len(wu["values"])}, '
+                 + ('settled' if wu['settled'] else 'not settled') + ' | |')
+    if b.get('ci_target'):
+        hw = b.get('ci_half_width_b')
+        L.append(f'| {name}: B/A\'s CI, larger half over the median '
+                 f'({b["sequence"].count("B")} B runs, '
+                 f'{b["planned_runs"]} runs planned, then B and A until '
+                 f'within {b["ci_target"]:.1%}) | '
+                 + ('none' if hw is None else f'{hw:.2%}')
+                 + f' | <= {b["ci_target"]:.1%} |')
+    return L
+
+
 def markdown(d):
     s, raw = d, d['raw']
     if d.get('local'):
@@ -614,6 +641,7 @@ def markdown(d):
             continue
         L.append(f'| {name}: cgroup_energy B/A | {spread_txt(b["summary"].get("B"))} '
                  f'| {">= 0.97" if name == "pipe" else ""} |')
+        L += run_rows(name, b)
         if 'C' in b['summary']:
             L.append(f'| {name}: eBPF peer (bpftrace) C/A | '
                      f'{spread_txt(b["summary"].get("C"))} | |')
@@ -795,7 +823,16 @@ def cyclictest_md(cy, rt_kver):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--pairs-b', type=int, default=40,
-                    help='pipe: pairs B/A, cgroup_energy (default 40)')
+                    help='pipe: pairs B/A, cgroup_energy, at least '
+                    '(default 40)')
+    ap.add_argument('--pairs-b-max', type=int, default=240,
+                    help='pipe: after --pairs-b, B and A runs until B/A\'s '
+                    f'CI is within {CI_TARGET:.1%} of its median, at most '
+                    'this many B runs (default 240; 0: --pairs-b only)')
+    ap.add_argument('--warmup-max', type=int, default=12,
+                    help='uncounted runs before each workload: three at '
+                    'least, then on until the last three settle, at most '
+                    'this many (default 12)')
     ap.add_argument('--pairs-c', type=int, default=12,
                     help='pipe: pairs C/A, eBPF peer (default 12)')
     ap.add_argument('--pairs-d', type=int, default=12,
@@ -815,7 +852,7 @@ def main(argv=None):
                     'event filtered out (diagnostic; default 0: none)')
     ap.add_argument('--mig-hops', type=int, default=6000,
                     help='migrate: migrations per timed loop (default 6000)')
-    ap.add_argument('--budget', type=int, default=540,
+    ap.add_argument('--budget', type=int, default=1200,
                     help='seconds for the throughput runs: past it, stop '
                     'at the next block once every ratio has 10 pairs')
     ap.add_argument('--only', default=','.join(SECTIONS),
@@ -898,6 +935,10 @@ def main(argv=None):
                                    pairs_d=a.pairs_d,
                                    hb_pairs_b=a.hb_pairs_b,
                                    hb_pairs_c=a.hb_pairs_c,
+                                   pairs_b_max=a.pairs_b_max,
+                                   ci_target=(CI_TARGET if a.pairs_b_max
+                                              > a.pairs_b else None),
+                                   warmup_max=a.warmup_max,
                                    budget=a.budget, **loops)
     if 'selftime' in only:
         cmds['selftime'] = guest('selftime', ko=selfko, clockcal=clockcal,
