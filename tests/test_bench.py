@@ -17,6 +17,7 @@ about 15 % from run to run, so this fails only on a gross regression:
 Other flavours than the baseline's are skipped. `make bench` measures it all.
 """
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -102,8 +103,9 @@ def test_gross_ratio_is_below_the_noise():
     """Self-consistency of the limit with the committed measurements (the
     make bench run, a make check's 12 ratios): resampled, a short run's
     median falls below GROSS_RATIO by chance less than once in 1,000, and
-    with a module that cuts throughput to 43 % it does in more than 999 (the
-    committed run's pairs, 0.50-1.72, resolve no less: 45 % in 998)."""
+    with a module that cuts throughput to 43 % it does in more than 999 (a
+    run whose pairs spread 0.50-1.72, the widest recorded, resolved no
+    less: 45 % in 998)."""
     d = json.loads((REPO / 'bench/results/latest.json').read_text())
     full = d['raw']['throughput']['bench']['pipe']['ratios']['B']
     check = [json.loads(ln)['ratios_B'] for ln in
@@ -169,23 +171,26 @@ def test_median_ci_covers_with_shared_runs():
 class FakePipe:
     """A workload for guest_bench.alternate() on the host: throughput
     lognormal, @noise, over a drift with lag-1 correlation 0.5; runs with
-    the module "loaded" (insmod called before them) 5 % slower."""
+    the module "loaded" (insmod called before them) 5 % slower; @warm: the
+    values of the first runs."""
     name = 'pipe'
 
-    def __init__(self, seed, noise, warm=()):
+    def __init__(self, seed, noise, warm=(), load_fails=False):
         import random
         self.rnd, self.noise, self.d = random.Random(seed), noise, 0.0
         self.warm, self.loaded = list(warm), False
+        self.load_fails = load_fails
 
     def cmd(self):
         return ['fake']
 
     def insmod(self, *args):
+        if self.load_fails:
+            raise RuntimeError('insmod failed')
         self.loaded = True
         return 0.0
 
     def once(self):
-        import math
         if self.warm:
             return self.warm.pop(0)
         self.d = 0.5 * self.d + self.rnd.gauss(0, self.noise) * 0.866
@@ -196,9 +201,13 @@ class FakePipe:
 
 
 def fake_alternate(monkeypatch, w, **kw):
+    """alternate() on the host, nothing loaded or unloaded for real (a
+    module of that name loaded on this machine is left alone)."""
     import argparse
     import guest_bench
     monkeypatch.setattr(guest_bench, 'insmod', w.insmod)
+    monkeypatch.setattr(guest_bench, 'rmmod', lambda *a: None)
+    monkeypatch.setattr(guest_bench, 'MOD', 'cge-test-no-such-module')
     monkeypatch.setattr(guest_bench, 'ipi_counts', lambda: [0, 0])
     monkeypatch.setattr(guest_bench, 'log', lambda msg: None)
     a = argparse.Namespace(**{'warmup': 3, 'warmup_max': 12,
@@ -208,37 +217,53 @@ def fake_alternate(monkeypatch, w, **kw):
     return guest_bench.alternate(a, w, {'B': 40}, None, extend=True)
 
 
-def test_added_pairs_keep_the_ci_honest(monkeypatch):
+@pytest.mark.parametrize('noise', [0.03, 0.05])
+def test_added_pairs_keep_the_ci_honest(monkeypatch, noise):
     """make bench adds B and A runs after its 40 pairs, as many as the
-    first 40 ratios' spread says the CI needs to come within 1.5 %
-    (guest_bench.alternate()). On 200 simulated sequences at 3 % noise
-    (the quietest committed run's ratios spread about so) the final
-    interval holds the true ratio in at least 90 % (93 % in 300 when it
-    was written), B has 40 to 240 runs, and most runs reach the target."""
+    first 40 ratios' spread says the CI needs to come within 1.5 %, and
+    does not look again (guest_bench.alternate()). On 200 simulated
+    sequences the final interval holds the true ratio in at least 90 %
+    (93-94 % in 300 when this was written, at both noises; the committed
+    runs' ratios spread between these two), B has 40 to 240 runs, and at
+    3 % noise most runs reach the target."""
     hit = met = 0
     for seed in range(200):
-        r = fake_alternate(monkeypatch, FakePipe(seed, 0.03))
+        r = fake_alternate(monkeypatch, FakePipe(seed, noise))
         sm = r['summary']['B']
         assert 40 <= sm['n'] <= 240 and r['sequence'].count('B') == sm['n']
-        assert r['sequence'].endswith('BA') or sm['n'] == 40
+        assert sm['n'] == max(40, r['b_runs_wanted'])
         hit += sm['ci95'][0] <= 0.95 <= sm['ci95'][1]
         met += r['ci_half_width_b'] <= bench.CI_TARGET
     assert hit >= 0.9 * 200, hit
-    assert met >= 0.7 * 200, met
+    if noise == 0.03:
+        assert met >= 0.7 * 200, met
+
+
+def test_no_runs_added_without_a_ci(monkeypatch):
+    """A module that never loads leaves no B ratio, so no CI: nothing is
+    added (the errors say why), rather than 240 B runs that all fail."""
+    r = fake_alternate(monkeypatch, FakePipe(1, 0.03, load_fails=True))
+    assert r['b_runs_wanted'] is None and r['ci_half_width_b_first'] is None
+    assert len(r['sequence']) == r['planned_runs']
+    assert len(r['errors']) == r['sequence'].count('B') == 40
 
 
 def test_warm_up_until_settled(monkeypatch):
     """Uncounted runs go on until the last three lie within 8 %: here
-    three getting faster, then steady; at most 12, at least 3."""
+    three getting faster, then steady; at most 12; a fixed count when the
+    most is not above the least (make check's short bench: 2)."""
     import guest_bench
     w = FakePipe(1, 0.0, warm=[0.5, 0.7, 0.9, 1.0, 1.0])
     r = fake_alternate(monkeypatch, w, pairs_b_max=0)
     assert r['warmup']['values'] == [0.5, 0.7, 0.9, 1.0, 1.0, 1.0]
-    assert r['warmup']['settled']
+    assert r['warmup']['settled'] is True
     w = FakePipe(1, 0.0, warm=[1.0, 2.0] * 10)
     r = fake_alternate(monkeypatch, w, pairs_b_max=0)
-    assert len(r['warmup']['values']) == 12 and not r['warmup']['settled']
-    w = FakePipe(1, 0.0, warm=[1.0] * 10)
-    r = fake_alternate(monkeypatch, w, warmup_max=0)
-    assert len(r['warmup']['values']) == 3
+    assert len(r['warmup']['values']) == 12
+    assert r['warmup']['settled'] is False
+    for least, n in ((2, 2), (0, 0)):
+        w = FakePipe(1, 0.0, warm=[1.0] * 10)
+        r = fake_alternate(monkeypatch, w, warmup=least, warmup_max=0)
+        assert len(r['warmup']['values']) == n
+        assert r['warmup']['settled'] is None
     assert guest_bench.WARM_SPREAD == 0.08
