@@ -6,8 +6,12 @@ tickless while its loop runs alone there).  CPU 1 runs one busy loop and
 nothing else of the guest's tasks (the scenario's script is on CPU 0), but
 for per-CPU kernel threads: on a ticked CPU 1 they ran in every interval
 (7 to 18 schedule() calls per interval, 0.6-1.8 % of it, on 6.1), so the
-per-interval check, whose reference is the interval's length, runs on the
-tickless CPU, whose intervals are without them on most kernels (quiet())."""
+per-interval check whose reference is the interval's length runs on the
+tickless CPU, whose intervals are without them on most kernels (quiet()).
+The other per-interval check's reference is the kernel's trace of each
+loop's switches (traced(), check_traced()): test_accuracy asserts it for
+both loops, CPU 0 ticked and CPU 1 tickless, in make check's solo part;
+collect_vm.py records it for test_engine's boot too."""
 from workload import ok
 
 # The windows of the 1 s checks: from a snapshot to the first one at least
@@ -121,6 +125,77 @@ def check_intervals(res):
     assert all(abs(x['loop1_us'] - x['len_us']) <=
                0.02 * x['len_us'] / x['n'] + 4_000 for x in iv), iv
     return iv
+
+
+def on_cpu_ns(runs, t0, t1):
+    """The time in [t0, t1] that the runs (SwitchTrace.runs(): [cpu, in,
+    out], None for an end outside the trace) cover, ns."""
+    lo, hi = float('-inf'), float('inf')
+    return sum(max(0, min(t1, hi if b is None else b) -
+                   max(t0, lo if a is None else a)) for _, a, b in runs)
+
+
+def traced(res):
+    """Each span of one to span_max samples between consecutive snapshots
+    (as intervals()), and for each loop its charge against the time the
+    kernel's switch trace has it on its CPU over the span's sample times
+    (tests/vm/guest/drain.py, SwitchTrace): err_pct, charged minus traced
+    in % of one interval (the span's length over its samples)."""
+    d = ok(res, 's_drain')
+    s, runs = d['series'], d['trace']['runs']
+    out = []
+    for a, b in zip(s, s[1:]):
+        n = b['samples'] - a['samples']
+        if not 1 <= n <= d['span_max']:
+            continue
+        t0, t1 = a['last_sample_ns'], b['last_sample_ns']
+        row = {'n': n, 'len_us': (t1 - t0) / 1000}
+        for cg in ('loop0', 'loop1'):
+            ref = on_cpu_ns(runs[cg], t0, t1) / 1000
+            got = _d(a, b, cg, 'usage_usec')
+            row[cg] = {'charged_us': got, 'traced_us': round(ref, 1),
+                       'err_pct': round(100 * (got - ref) /
+                                        (row['len_us'] / n), 3)}
+        out.append(row)
+    return out
+
+
+def check_traced(res, cg, alone):
+    """Loop @cg's charge in every span against its traced time on its
+    CPU (test_accuracy: loop0 on CPU 0, ticked and shared with this
+    script and the sampler; loop1 on CPU 1, tickless where the kernel has
+    nohz_full). @alone: nothing else of the guest's runs on its CPU."""
+    tr = ok(res, 's_drain')['trace']
+    # the premise: the trace kept every event, from the loop's first
+    # switch in (the trace starts before the loops do)
+    assert tr['lost'] == 0, tr['lost']
+    runs = tr['runs'][cg]
+    assert runs and runs[0][1] is not None, runs[:3]
+    rows = traced(res)
+    assert len(rows) >= QUIET_MIN, rows
+    # Within 2 % of an interval in nine spans of ten: in two runs on every
+    # kernel with nothing else on the host, loop1 within 1.4 % in all 492
+    # spans, loop0 within 0.83 % in all but 3 (2.1, 2.5 and 12.4 %). The
+    # trace stamps a switch after the runqueue clock read that ends one
+    # task's runtime and starts the next one's: loop0, switched in 5-10
+    # times an interval, is -0.36 to +0.07 % off on average per run.
+    err = [x[cg]['err_pct'] for x in rows]
+    assert sum(abs(e) <= 2 for e in err) >= 0.9 * len(err), rows
+    if not alone:
+        # No bound on every span here. The 12.4 % (5.10): the module
+        # charged loop0 10.9 ms more than the trace has it on CPU 0, its
+        # neighbours within 0.5 %, and over the run it matched cpu.stat
+        # to the µs. Likely the kernel's runtime clock, sched_clock_cpu()
+        # on the guest's unstable TSC: it stops a tick past a CPU's last
+        # tick while the host holds the vCPU, and the next tick's
+        # catch-up goes to the task then running, which on a shared CPU
+        # need not be the one that ran.
+        return rows
+    # Alone, every span within 2 % and the 4 ms that clock may lag a
+    # CPU's last tick (check_intervals).
+    assert all(abs(x[cg]['charged_us'] - x[cg]['traced_us']) <=
+               0.02 * x['len_us'] / x['n'] + 4_000 for x in rows), rows
+    return rows
 
 
 def check_windows(res, tickless):

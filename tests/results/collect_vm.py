@@ -19,7 +19,8 @@ of a tree with changes, are left out) with the kernel version and the date:
             the pod join, the containerised exporter against the host's)
   drain     tests/vm/guest/drain.py in test_accuracy's and test_engine's
             boots, per kernel and boot (tickless or ticked CPU 1): the
-            quiet spans' error (% of an interval), the 1 s windows,
+            quiet spans' error (% of an interval), each loop's error per
+            span against the kernel's switch trace, the 1 s windows,
             the IPIs with and without the module, the totals against
             cpu.stat
 """
@@ -85,7 +86,27 @@ def drain_row(res):
         'ipis_with': w, 'ipis_without': b, 'ipis_added': added,
         'totals_diff_us': {cg: d['usage'][cg]['diff']
                            for cg in ('loop0', 'loop1')},
+        'traced': traced_row(res),
         'rt': d['rt']}
+
+
+def traced_row(res):
+    """Each loop's charge per span against its time on its CPU in the
+    kernel's switch trace (drain_checks.traced): every span's error, % of
+    an interval, and how often the trace has the loop switched in."""
+    import drain_checks
+    tr = res['s_drain'].get('trace')
+    if not tr:
+        return None
+    spans = drain_checks.traced(res)
+    out = {'lost_events': tr['lost'], 'spans': len(spans)}
+    for cg in ('loop0', 'loop1'):
+        err = [x[cg]['err_pct'] for x in spans]
+        out[cg] = {'err_pct_min_max': [min(err), max(err)] if err else None,
+                   'within_2pct': sum(abs(e) <= 2 for e in err),
+                   'switched_in': sum(r[1] is not None
+                                      for r in tr['runs'][cg])}
+    return out
 
 
 def rows(kind, runs_dir):

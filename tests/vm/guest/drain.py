@@ -19,8 +19,18 @@ s_drain_base, run in the same boot before the module is first loaded: the
 same IPI windows without the module, the kernel's own IPIs, which the
 module's are counted against. (Not after it is unloaded: for 3 s after
 rmmod CPU 0 took 20-55 more, on 6.1 to 7.3.)
+
+The series' reference for each loop's time on its CPU is the kernel's own
+record of its switches: the sched_switch event of the trace instance that
+guest-init.sh holds (tracing_on 0 there, so that the module's load patches
+no kernel text) records the switches of cgwork's tasks from before the
+loops start to after they are killed, on the CLOCK_MONOTONIC clock of the
+module's sample times (trace_clock mono). Turning the instance's recording
+on and off, its clock and its filter patch no text. The events go to the
+ring buffer, read once the loops are gone, so nothing wakes for them.
 """
 import os
+import re
 import subprocess
 import time
 from pathlib import Path
@@ -46,6 +56,12 @@ IDLE_WINDOW_S = 2.0
 SETTLE_S = 1.0
 SCHEDSTATS = Path('/proc/sys/kernel/sched_schedstats')
 NOHZ_FULL = Path('/sys/devices/system/cpu/nohz_full')
+# The instance guest-init.sh holds sched_switch on in (harness.run_vm's
+# hold_tracepoints)
+HOLD = Path('/sys/kernel/tracing/instances/cge-hold')
+# A line of its trace: the CPU, the time (s.us), the pids switched out/in
+SWITCH = re.compile(r'.*?\[(\d+)\].*?\s(\d+)\.(\d{6}): sched_switch: '
+                    r'.*\sprev_pid=(\d+)\s.*==> .*\snext_pid=(\d+)\s')
 
 
 def _cpu_state():
@@ -127,28 +143,115 @@ def _loops(cgs, cgwork, seconds):
     return procs
 
 
+def _pids(cgs):
+    """{cgroup: the pid of the one task in it} (the loops' workers)."""
+    out = {}
+    for cg in cgs:
+        pids = (CG / cg / 'cgroup.procs').read_text().split()
+        if len(pids) != 1:
+            raise RuntimeError(f'{cg}: {len(pids)} tasks, not one: {pids}')
+        out[cg] = int(pids[0])
+    return out
+
+
+class SwitchTrace:
+    """The held instance's sched_switch events of the tasks named @comm,
+    recorded while the context is entered; runs() then gives a task's
+    time on a CPU."""
+
+    def __init__(self, comm):
+        self.comm = comm
+        self.ev = HOLD / 'events/sched/sched_switch'
+        if (self.ev / 'enable').read_text().strip() != '1':
+            raise RuntimeError(f'{self.ev} is not enabled (hold_tracepoints)')
+        self.clock = re.search(r'\[(\S+)\]',
+                               (HOLD / 'trace_clock').read_text())[1]
+        self.text = ''
+        self.lost = None
+
+    def __enter__(self):
+        (HOLD / 'trace_clock').write_text('mono\n')
+        (self.ev / 'filter').write_text(
+            f'prev_comm == "{self.comm}" || next_comm == "{self.comm}"\n')
+        (HOLD / 'trace').write_text('')           # empties the buffer
+        (HOLD / 'tracing_on').write_text('1\n')
+        return self
+
+    def __exit__(self, *exc):
+        (HOLD / 'tracing_on').write_text('0\n')
+        try:
+            self.text = (HOLD / 'trace').read_text()
+            self.lost = sum(_lost(d) for d in (HOLD / 'per_cpu').iterdir())
+        finally:
+            (HOLD / 'trace').write_text('')
+            (self.ev / 'filter').write_text('0\n')
+            (HOLD / 'trace_clock').write_text(self.clock + '\n')
+
+    def runs(self, pids):
+        """{pid: [[cpu, in_ns, out_ns], ...]} for each of @pids: each
+        time it was switched in, where and when, and when it was switched
+        out; None for an end outside the trace."""
+        out = {p: [] for p in pids}
+        for line in self.text.splitlines():
+            m = SWITCH.match(line)
+            if not m:
+                continue
+            cpu, ns = int(m[1]), int(m[2]) * 10**9 + int(m[3]) * 1000
+            prev, nxt = int(m[4]), int(m[5])
+            if prev in out:
+                r = out[prev]
+                if r and r[-1][0] == cpu and r[-1][2] is None:
+                    r[-1][2] = ns
+                else:
+                    r.append([cpu, None, ns])
+            if nxt in out:
+                out[nxt].append([cpu, ns, None])
+        return out
+
+
+def _lost(cpu_dir):
+    """Events a CPU's buffer overwrote or dropped (its stats file)."""
+    n = 0
+    for line in (cpu_dir / 'stats').read_text().splitlines():
+        k, _, v = line.partition(':')
+        if k.strip() in ('overrun', 'dropped events'):
+            n += int(v)
+    return n
+
+
 def _series(cgs, cgwork):
-    procs = _loops(cgs, cgwork, LOOP_MAX_S)
-    try:
-        next_sample(cgs)
-        series = []
-        t0 = time.monotonic()
-        spans = 0
-        while (time.monotonic() < t0 + SERIES_S or spans < SPANS_MIN) and \
-                time.monotonic() < t0 + SERIES_MAX_S:
-            s = next_sample(cgs, extra=_cpu_state)
-            if series:
-                spans += 1 <= s['info']['samples'] - \
-                    series[-1]['samples'] <= SPAN_MAX
-            series.append({
-                'samples': s['info']['samples'],
-                'last_sample_ns': s['info']['last_sample_ns'],
-                **s['extra'],
-                **{cg: {k: s['stat'][cg][k]
-                        for k in ('usage_usec', 'energy_uj')}
-                   for cg in cgs}})
-    finally:
-        Work.stop(procs, cgs)
+    """The snapshots, and the loops' switches traced over them: {pids,
+    lost (events), runs: {cgroup: SwitchTrace.runs()}}."""
+    with SwitchTrace(Path(cgwork).name) as tr:
+        procs = _loops(cgs, cgwork, LOOP_MAX_S)
+        try:
+            pids = _pids(cgs)
+            series = _snapshots(cgs)
+        finally:
+            Work.stop(procs, cgs)
+    runs = tr.runs(pids.values())
+    return series, {'pids': pids, 'lost': tr.lost,
+                    'runs': {cg: runs[pid] for cg, pid in pids.items()}}
+
+
+def _snapshots(cgs):
+    next_sample(cgs)
+    series = []
+    t0 = time.monotonic()
+    spans = 0
+    while (time.monotonic() < t0 + SERIES_S or spans < SPANS_MIN) and \
+            time.monotonic() < t0 + SERIES_MAX_S:
+        s = next_sample(cgs, extra=_cpu_state)
+        if series:
+            spans += 1 <= s['info']['samples'] - \
+                series[-1]['samples'] <= SPAN_MAX
+        series.append({
+            'samples': s['info']['samples'],
+            'last_sample_ns': s['info']['last_sample_ns'],
+            **s['extra'],
+            **{cg: {k: s['stat'][cg][k]
+                    for k in ('usage_usec', 'energy_uj')}
+               for cg in cgs}})
     return series
 
 
@@ -190,7 +293,7 @@ def s_drain(ctx):
     old = _pin_all({0})
     SCHEDSTATS.write_text('1\n')
     try:
-        series = _series(cgs, ctx['cgwork'])
+        series, trace = _series(cgs, ctx['cgwork'])
         # the loops gone: their totals against cpu.stat, what a drain
         # charged beyond their runtime taken back
         usage = compare_usage(cgs)
@@ -201,7 +304,7 @@ def s_drain(ctx):
                             lambda: info()['samples'])
     finally:
         _unpin(old)
-    return {'series': series, 'span_max': SPAN_MAX,
+    return {'series': series, 'span_max': SPAN_MAX, 'trace': trace,
             'usage': usage, 'ipis': ipis,
             'rt': 'PREEMPT_RT' in os.uname().version,
             'nohz_full': _nohz_full()}
