@@ -69,6 +69,9 @@ def windows(res):
 
 # The quiet spans the per-interval check takes at least
 QUIET_MIN = 8
+# How far the guest's runtime clock may lag a CPU's last tick, µs: a tick
+# at HZ=250 (check_intervals)
+TICK_US = 4_000
 
 
 def quiet(every):
@@ -123,7 +126,7 @@ def check_intervals(res):
     # a stable TSC, as on servers, has no such bound). Each end lags by a
     # tick at most, so a span of several samples as well.
     assert all(abs(x['loop1_us'] - x['len_us']) <=
-               0.02 * x['len_us'] / x['n'] + 4_000 for x in iv), iv
+               0.02 * x['len_us'] / x['n'] + TICK_US for x in iv), iv
     return iv
 
 
@@ -165,36 +168,44 @@ def check_traced(res, cg, alone):
     CPU (test_accuracy: loop0 on CPU 0, ticked and shared with this
     script and the sampler; loop1 on CPU 1, tickless where the kernel has
     nohz_full). @alone: nothing else of the guest's runs on its CPU."""
-    tr = ok(res, 's_drain')['trace']
-    # the premise: the trace kept every event, from the loop's first
-    # switch in (the trace starts before the loops do)
-    assert tr['lost'] == 0, tr['lost']
+    d = ok(res, 's_drain')
+    tr = d['trace']
+    # The premise: the trace kept every event (none lost, none that fits
+    # no switch sequence), from the loop's first switch in (the trace
+    # starts before the loops do), and has the loop on its own CPU over
+    # the series (pinned after its start: its first run may be on CPU 0).
+    assert tr['lost'] == 0 and tr['unpaired'] == 0, tr
     runs = tr['runs'][cg]
     assert runs and runs[0][1] is not None, runs[:3]
+    t0, t1 = (d['series'][i]['last_sample_ns'] for i in (0, -1))
+    assert all(c == int(cg[-1]) for c, a, b in runs
+               if (b is None or b > t0) and a is not None and a < t1), runs
     rows = traced(res)
-    assert len(rows) >= QUIET_MIN, rows
+    # as many spans as the scenario reads on for, or more
+    assert d['spans_min'] <= len(rows) <= len(d['series']) - 1, rows
     # Within 2 % of an interval in nine spans of ten: in two runs on every
     # kernel with nothing else on the host, loop1 within 1.4 % in all 492
     # spans, loop0 within 0.83 % in all but 3 (2.1, 2.5 and 12.4 %). The
     # trace stamps a switch after the runqueue clock read that ends one
     # task's runtime and starts the next one's: loop0, switched in 5-10
-    # times an interval, is -0.36 to +0.07 % off on average per run.
+    # times an interval, is -0.38 to +0.07 % off on average per run.
     err = [x[cg]['err_pct'] for x in rows]
     assert sum(abs(e) <= 2 for e in err) >= 0.9 * len(err), rows
     if not alone:
-        # No bound on every span here. The 12.4 % (5.10): the module
-        # charged loop0 10.9 ms more than the trace has it on CPU 0, its
-        # neighbours within 0.5 %, and over the run it matched cpu.stat
-        # to the µs. Likely the kernel's runtime clock, sched_clock_cpu()
-        # on the guest's unstable TSC: it stops a tick past a CPU's last
-        # tick while the host holds the vCPU, and the next tick's
-        # catch-up goes to the task then running, which on a shared CPU
-        # need not be the one that ran.
+        # No bound on every span here. In the 12.4 % span (5.10) the
+        # module charged loop0 10.9 ms more than the trace has it on CPU
+        # 0, its neighbours were within 0.5 %, and over the run the
+        # module matched cpu.stat to the µs: the kernel's own runtime
+        # (its runqueue clock, sched_clock_cpu() on the guest's unstable
+        # TSC) held time the trace gives another task. How is not
+        # measured here; a clock that lagged while the host held the
+        # vCPU and caught up at a tick charged to whichever task ran then
+        # would do it.
         return rows
-    # Alone, every span within 2 % and the 4 ms that clock may lag a
+    # Alone, every span within 2 % and the tick that clock may lag a
     # CPU's last tick (check_intervals).
     assert all(abs(x[cg]['charged_us'] - x[cg]['traced_us']) <=
-               0.02 * x['len_us'] / x['n'] + 4_000 for x in rows), rows
+               0.02 * x['len_us'] / x['n'] + TICK_US for x in rows), rows
     return rows
 
 

@@ -14,7 +14,8 @@ import drain_checks
 GUEST = Path(__file__).resolve().parent / 'vm/guest'
 
 # 6.1's format (flags with 5 characters), 5.10's (4), an RT kernel's, the
-# idle task's "<idle>", and a line of another task that the pids leave out
+# idle task's "<idle>", a comm with a bracket and a blank, and a line of
+# another task that the pids leave out
 TRACE = '''\
 # tracer: nop
 #
@@ -33,6 +34,9 @@ next_comm=python3 next_pid=99 next_prio=120
           cgwork-7       [000] d..2.    46.200000: sched_switch: \
 prev_comm=cgwork prev_pid=7 prev_prio=120 prev_state=S ==> \
 next_comm=swapper/0 next_pid=0 next_prio=120
+      a [7] b-99      [000] d..2.    46.300000: sched_switch: \
+prev_comm=a [7] b prev_pid=99 prev_prio=120 prev_state=S ==> \
+next_comm=cgwork next_pid=413 next_prio=125
 '''
 
 
@@ -51,13 +55,30 @@ def drain():
                 del sys.modules[name]
 
 
-def test_runs_from_each_format(drain):
+def _trace(drain, text):
     t = drain.SwitchTrace.__new__(drain.SwitchTrace)
-    t.text = TRACE
-    assert t.runs([412, 413]) == {
+    t.text = text
+    return t
+
+
+def test_runs_from_each_format(drain):
+    assert _trace(drain, TRACE).runs([412, 413]) == ({
         # out without an in: it ran when the trace started
         412: [[1, None, 45_100_000_000], [1, 45_100_500_000, None]],
-        413: [[0, 46_000_001_000, 46_100_001_000]]}
+        413: [[0, 46_000_001_000, 46_100_001_000],
+              [0, 46_300_000_000, None]]}, 0)
+
+
+def test_events_out_of_sequence_counted(drain):
+    lines = TRACE.splitlines()
+    # the out of 413 dropped: its next in comes while it is in; an out of
+    # 412 on another CPU than its in; a line cut short
+    text = '\n'.join(lines[:5] + lines[6:] + [
+        lines[2].replace('[001]', '[000]').replace('45.100000',
+                                                   '47.000000'),
+        lines[2][:90]])
+    runs, bad = _trace(drain, text).runs([412, 413])
+    assert bad == 3, runs
 
 
 def test_on_cpu_clips_runs_to_the_span():
@@ -67,7 +88,7 @@ def test_on_cpu_clips_runs_to_the_span():
     assert drain_checks.on_cpu_ns(runs, 300, 400) == 0
 
 
-def _res(charged0, charged1):
+def _res(charged0, charged1, unpaired=0):
     ms = 1_000_000
     snaps = [{'samples': i, 'last_sample_ns': i * 100 * ms,
               'loop0': {'usage_usec': c0}, 'loop1': {'usage_usec': c1}}
@@ -75,8 +96,9 @@ def _res(charged0, charged1):
     # loop0 off CPU 0 from 50 to 60 ms of each interval; loop1 never off
     runs0 = [[0, None, 50 * ms]] + [
         [0, (i * 100 + 60) * ms, (i * 100 + 150) * ms] for i in range(3)]
-    return {'s_drain': {'series': snaps, 'span_max': 3, 'trace': {
-        'lost': 0, 'runs': {'loop0': runs0, 'loop1': [[1, 0, None]]}}}}
+    return {'s_drain': {'series': snaps, 'span_max': 3, 'spans_min': 3,
+                        'trace': {'lost': 0, 'unpaired': unpaired, 'runs': {
+                            'loop0': runs0, 'loop1': [[1, 0, None]]}}}}
 
 
 def test_error_per_span_in_percent_of_an_interval():
@@ -85,3 +107,11 @@ def test_error_per_span_in_percent_of_an_interval():
     assert [x['loop0']['traced_us'] for x in rows] == [90_000.0] * 3
     assert [x['loop0']['err_pct'] for x in rows] == [0.0, 1.0, -1.0]
     assert [x['loop1']['err_pct'] for x in rows] == [0.0] * 3
+
+
+def test_check_wants_every_event():
+    res = _res([0, 90_000, 180_000, 270_000], [0, 100_000, 200_000, 300_000])
+    drain_checks.check_traced(res, 'loop1', alone=True)
+    res['s_drain']['trace']['unpaired'] = 1
+    with pytest.raises(AssertionError):
+        drain_checks.check_traced(res, 'loop1', alone=True)

@@ -31,6 +31,8 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / 'tests'))
+import drain_checks  # noqa: E402
 
 
 def git(*args):
@@ -57,8 +59,6 @@ def runs(runs_dir):
 
 def drain_row(res):
     """s_drain's figures, as tests/drain_checks.py makes them."""
-    sys.path.insert(0, str(REPO / 'tests'))
-    import drain_checks
     every = drain_checks.intervals(res)
     quiet = drain_checks.quiet(every)
     most = max(x['schedule_calls'] / x['n'] for x in quiet)
@@ -92,17 +92,20 @@ def drain_row(res):
 
 def traced_row(res):
     """Each loop's charge per span against its time on its CPU in the
-    kernel's switch trace (drain_checks.traced): every span's error, % of
-    an interval, and how often the trace has the loop switched in."""
-    import drain_checks
+    kernel's switch trace (drain_checks.traced): the spans' errors, % of
+    an interval (least, most, mean), and how often the trace has the loop
+    switched in."""
     tr = res['s_drain'].get('trace')
     if not tr:
         return None
     spans = drain_checks.traced(res)
-    out = {'lost_events': tr['lost'], 'spans': len(spans)}
+    out = {'lost_events': tr['lost'], 'unpaired_events': tr.get('unpaired'),
+           'spans': len(spans)}
     for cg in ('loop0', 'loop1'):
         err = [x[cg]['err_pct'] for x in spans]
         out[cg] = {'err_pct_min_max': [min(err), max(err)] if err else None,
+                   'err_pct_mean': round(sum(err) / len(err), 3)
+                   if err else None,
                    'within_2pct': sum(abs(e) <= 2 for e in err),
                    'switched_in': sum(r[1] is not None
                                       for r in tr['runs'][cg])}

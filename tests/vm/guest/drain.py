@@ -24,11 +24,14 @@ The series' reference for each loop's time on its CPU is the kernel's own
 record of its switches: the sched_switch event of the trace instance that
 guest-init.sh holds (tracing_on 0 there, so that the module's load patches
 no kernel text) records the switches of cgwork's tasks from before the
-loops start to after they are killed, on the CLOCK_MONOTONIC clock of the
-module's sample times (trace_clock mono). Turning the instance's recording
-on and off, its clock and its filter patch no text. The events go to the
-ring buffer, read once the loops are gone, so nothing wakes for them.
+loops start to after the series' last snapshot, on the CLOCK_MONOTONIC
+clock of the module's sample times (trace_clock mono). Turning the
+instance's recording on and off, its clock and its filter patch no text.
+The events go to the ring buffer, read once the loops are gone, so nothing
+wakes for them; clearing the filter then calls every CPU (a function-call
+IPI each) and waits for RCU, before the IPI windows begin.
 """
+import contextlib
 import os
 import re
 import subprocess
@@ -59,9 +62,11 @@ NOHZ_FULL = Path('/sys/devices/system/cpu/nohz_full')
 # The instance guest-init.sh holds sched_switch on in (harness.run_vm's
 # hold_tracepoints)
 HOLD = Path('/sys/kernel/tracing/instances/cge-hold')
-# A line of its trace: the CPU, the time (s.us), the pids switched out/in
-SWITCH = re.compile(r'.*?\[(\d+)\].*?\s(\d+)\.(\d{6}): sched_switch: '
-                    r'.*\sprev_pid=(\d+)\s.*==> .*\snext_pid=(\d+)\s')
+# A line of its trace: the CPU and the time (s.us), before the event's
+# name (after the task's comm and pid, which may hold anything); then the
+# pids switched out and in
+SWITCH = re.compile(r'\[(\d+)\]\s+\S+\s+(\d+)\.(\d{6}): sched_switch: ')
+PIDS = re.compile(r'\sprev_pid=(\d+)\s.*\s==> .*\snext_pid=(\d+)\b')
 
 
 def _cpu_state():
@@ -147,7 +152,7 @@ def _pids(cgs):
     """{cgroup: the pid of the one task in it} (the loops' workers)."""
     out = {}
     for cg in cgs:
-        pids = (CG / cg / 'cgroup.procs').read_text().split()
+        pids = (CG / cg / 'cgroup.threads').read_text().split()
         if len(pids) != 1:
             raise RuntimeError(f'{cg}: {len(pids)} tasks, not one: {pids}')
         out[cg] = int(pids[0])
@@ -160,7 +165,8 @@ class SwitchTrace:
     time on a CPU."""
 
     def __init__(self, comm):
-        self.comm = comm
+        # as the kernel keeps it: TASK_COMM_LEN, 16 with the NUL
+        self.comm = comm[:15]
         self.ev = HOLD / 'events/sched/sched_switch'
         if (self.ev / 'enable').read_text().strip() != '1':
             raise RuntimeError(f'{self.ev} is not enabled (hold_tracepoints)')
@@ -168,45 +174,62 @@ class SwitchTrace:
                                (HOLD / 'trace_clock').read_text())[1]
         self.text = ''
         self.lost = None
+        self._undo = contextlib.ExitStack()
 
     def __enter__(self):
-        (HOLD / 'trace_clock').write_text('mono\n')
-        (self.ev / 'filter').write_text(
-            f'prev_comm == "{self.comm}" || next_comm == "{self.comm}"\n')
-        (HOLD / 'trace').write_text('')           # empties the buffer
-        (HOLD / 'tracing_on').write_text('1\n')
+        # each setting's undo first, so that a failure leaves none set
+        with contextlib.ExitStack() as undo:
+            undo.callback(_write, HOLD / 'trace_clock', self.clock)
+            _write(HOLD / 'trace_clock', 'mono')
+            undo.callback(_write, self.ev / 'filter', '0')
+            _write(self.ev / 'filter', f'prev_comm == "{self.comm}" || '
+                   f'next_comm == "{self.comm}"')
+            undo.callback(_write, HOLD / 'trace', '')
+            _write(HOLD / 'trace', '')              # empties the buffer
+            undo.callback(_write, HOLD / 'tracing_on', '0')
+            _write(HOLD / 'tracing_on', '1')
+            self._undo = undo.pop_all()
         return self
 
     def __exit__(self, *exc):
-        (HOLD / 'tracing_on').write_text('0\n')
-        try:
+        with self._undo:
+            _write(HOLD / 'tracing_on', '0')
             self.text = (HOLD / 'trace').read_text()
             self.lost = sum(_lost(d) for d in (HOLD / 'per_cpu').iterdir())
-        finally:
-            (HOLD / 'trace').write_text('')
-            (self.ev / 'filter').write_text('0\n')
-            (HOLD / 'trace_clock').write_text(self.clock + '\n')
 
     def runs(self, pids):
-        """{pid: [[cpu, in_ns, out_ns], ...]} for each of @pids: each
-        time it was switched in, where and when, and when it was switched
-        out; None for an end outside the trace."""
+        """({pid: [[cpu, in_ns, out_ns], ...]}, bad) for @pids: each time
+        the task was switched in, where and when, and when it was
+        switched out (None: still in when the trace ended; a first run
+        may start at None, in before the trace began); bad counts the
+        events that fit no such sequence (an out with no in, an in while
+        in) and the sched_switch lines not read."""
         out = {p: [] for p in pids}
+        bad = 0
         for line in self.text.splitlines():
-            m = SWITCH.match(line)
-            if not m:
+            m, ids = SWITCH.search(line), PIDS.search(line)
+            if not (m and ids):
+                bad += 'sched_switch:' in line
                 continue
             cpu, ns = int(m[1]), int(m[2]) * 10**9 + int(m[3]) * 1000
-            prev, nxt = int(m[4]), int(m[5])
+            prev, nxt = int(ids[1]), int(ids[2])
             if prev in out:
                 r = out[prev]
                 if r and r[-1][0] == cpu and r[-1][2] is None:
                     r[-1][2] = ns
+                elif r:
+                    bad += 1
                 else:
                     r.append([cpu, None, ns])
             if nxt in out:
-                out[nxt].append([cpu, ns, None])
-        return out
+                r = out[nxt]
+                bad += bool(r and r[-1][2] is None)
+                r.append([cpu, ns, None])
+        return out, bad
+
+
+def _write(path, text):
+    path.write_text(text + '\n')
 
 
 def _lost(cpu_dir):
@@ -221,7 +244,8 @@ def _lost(cpu_dir):
 
 def _series(cgs, cgwork):
     """The snapshots, and the loops' switches traced over them: {pids,
-    lost (events), runs: {cgroup: SwitchTrace.runs()}}."""
+    lost (events the buffer lost), unpaired (SwitchTrace.runs()'s bad),
+    runs: {cgroup: its runs}}."""
     with SwitchTrace(Path(cgwork).name) as tr:
         procs = _loops(cgs, cgwork, LOOP_MAX_S)
         try:
@@ -229,8 +253,8 @@ def _series(cgs, cgwork):
             series = _snapshots(cgs)
         finally:
             Work.stop(procs, cgs)
-    runs = tr.runs(pids.values())
-    return series, {'pids': pids, 'lost': tr.lost,
+    runs, bad = tr.runs(pids.values())
+    return series, {'pids': pids, 'lost': tr.lost, 'unpaired': bad,
                     'runs': {cg: runs[pid] for cg, pid in pids.items()}}
 
 
@@ -304,7 +328,8 @@ def s_drain(ctx):
                             lambda: info()['samples'])
     finally:
         _unpin(old)
-    return {'series': series, 'span_max': SPAN_MAX, 'trace': trace,
+    return {'series': series, 'span_max': SPAN_MAX, 'spans_min': SPANS_MIN,
+            'trace': trace,
             'usage': usage, 'ipis': ipis,
             'rt': 'PREEMPT_RT' in os.uname().version,
             'nohz_full': _nohz_full()}
