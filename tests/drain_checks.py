@@ -10,8 +10,8 @@ per-interval check whose reference is the interval's length runs on the
 tickless CPU, whose intervals are without them on most kernels (quiet()).
 The other per-interval check's reference is the kernel's trace of each
 loop's switches (traced(), check_traced()): test_accuracy asserts it for
-both loops, CPU 0 ticked and CPU 1 tickless, in make check's solo part;
-collect_vm.py records it for test_engine's boot too."""
+CPU 1's loop in make check's solo part; collect_vm.py records it for both
+loops, in test_engine's boot too."""
 from workload import ok
 
 # The windows of the 1 s checks: from a snapshot to the first one at least
@@ -163,48 +163,42 @@ def traced(res):
     return out
 
 
-def check_traced(res, cg, alone):
-    """Loop @cg's charge in every span against its traced time on its
-    CPU (test_accuracy: loop0 on CPU 0, ticked and shared with this
-    script and the sampler; loop1 on CPU 1, tickless where the kernel has
-    nohz_full). @alone: nothing else of the guest's runs on its CPU."""
+def check_traced(res):
+    """loop1's charge in every span against its traced time on CPU 1
+    (tickless where the kernel has nohz_full; alone there but for per-CPU
+    kernel threads, which the trace, unlike the interval's length, leaves
+    out). loop0's, on CPU 0, is measured and not asserted (collect_vm.py):
+    alone on the host, in two runs on every kernel, within 0.83 % of an
+    interval in 489 spans of 492, 2.1, 2.5 and 12.4 % in the other three;
+    in the 12.4 % span (5.10) the module charged it 10.9 ms more than the
+    trace has it on the CPU, and over the run matched cpu.stat to the µs,
+    so the kernel's own runtime (its runqueue clock, sched_clock_cpu() on
+    the guest's unstable TSC) held time the trace gives another task.
+    Beside another make check its spans left 2 % far more often than
+    loop1's, which is alone on its CPU: a bound there would test the
+    host."""
     d = ok(res, 's_drain')
     tr = d['trace']
     # The premise: the trace kept every event (none lost, none that fits
     # no switch sequence), from the loop's first switch in (the trace
-    # starts before the loops do), and has the loop on its own CPU over
-    # the series (pinned after its start: its first run may be on CPU 0).
+    # starts before the loops do), and has the loop on CPU 1 over the
+    # series (pinned after its start: its first run may be on CPU 0).
     assert tr['lost'] == 0 and tr['unpaired'] == 0, tr
-    runs = tr['runs'][cg]
+    runs = tr['runs']['loop1']
     assert runs and runs[0][1] is not None, runs[:3]
     t0, t1 = (d['series'][i]['last_sample_ns'] for i in (0, -1))
-    assert all(c == int(cg[-1]) for c, a, b in runs
+    assert all(c == 1 for c, a, b in runs
                if (b is None or b > t0) and a is not None and a < t1), runs
     rows = traced(res)
     # as many spans as the scenario reads on for, or more
     assert d['spans_min'] <= len(rows) <= len(d['series']) - 1, rows
-    # Within 2 % of an interval in nine spans of ten: in two runs on every
-    # kernel with nothing else on the host, loop1 within 1.4 % in all 492
-    # spans, loop0 within 0.83 % in all but 3 (2.1, 2.5 and 12.4 %). The
-    # trace stamps a switch after the runqueue clock read that ends one
-    # task's runtime and starts the next one's: loop0, switched in 5-10
-    # times an interval, is -0.38 to +0.07 % off on average per run.
-    err = [x[cg]['err_pct'] for x in rows]
+    # Within 2 % of an interval in nine spans of ten, and every one within
+    # 2 % and the tick that the runtime clock may lag a CPU's last tick
+    # (check_intervals): alone on the host, in two runs on every kernel,
+    # within 1.4 % in all 492 spans.
+    err = [x['loop1']['err_pct'] for x in rows]
     assert sum(abs(e) <= 2 for e in err) >= 0.9 * len(err), rows
-    if not alone:
-        # No bound on every span here. In the 12.4 % span (5.10) the
-        # module charged loop0 10.9 ms more than the trace has it on CPU
-        # 0, its neighbours were within 0.5 %, and over the run the
-        # module matched cpu.stat to the µs: the kernel's own runtime
-        # (its runqueue clock, sched_clock_cpu() on the guest's unstable
-        # TSC) held time the trace gives another task. How is not
-        # measured here; a clock that lagged while the host held the
-        # vCPU and caught up at a tick charged to whichever task ran then
-        # would do it.
-        return rows
-    # Alone, every span within 2 % and the tick that clock may lag a
-    # CPU's last tick (check_intervals).
-    assert all(abs(x[cg]['charged_us'] - x[cg]['traced_us']) <=
+    assert all(abs(x['loop1']['charged_us'] - x['loop1']['traced_us']) <=
                0.02 * x['len_us'] / x['n'] + TICK_US for x in rows), rows
     return rows
 

@@ -111,7 +111,7 @@ def test_error_per_span_in_percent_of_an_interval():
 
 def test_check_wants_every_event():
     res = _res([0, 90_000, 180_000, 270_000], [0, 100_000, 200_000, 300_000])
-    drain_checks.check_traced(res, 'loop1', alone=True)
+    drain_checks.check_traced(res)
     res['s_drain']['trace']['unpaired'] = 1
     with pytest.raises(AssertionError):
-        drain_checks.check_traced(res, 'loop1', alone=True)
+        drain_checks.check_traced(res)
