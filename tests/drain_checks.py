@@ -167,16 +167,21 @@ def check_traced(res):
     """loop1's charge in every span against its traced time on CPU 1
     (tickless where the kernel has nohz_full; alone there but for per-CPU
     kernel threads, which the trace, unlike the interval's length, leaves
-    out). loop0's, on CPU 0, is measured and not asserted (collect_vm.py):
-    alone on the host, in two runs on every kernel, within 0.83 % of an
-    interval in 489 spans of 492, 2.1, 2.5 and 12.4 % in the other three;
-    in the 12.4 % span (5.10) the module charged it 10.9 ms more than the
-    trace has it on the CPU, and over the run matched cpu.stat to the µs,
-    so the kernel's own runtime (its runqueue clock, sched_clock_cpu() on
-    the guest's unstable TSC) held time the trace gives another task.
-    Beside another make check its spans left 2 % far more often than
-    loop1's, which is alone on its CPU: a bound there would test the
-    host."""
+    out). loop0's, on CPU 0 with this script and the sampler, is measured
+    and not asserted (collect_vm.py, tests/results/drain.jsonl): alone on
+    the host, in two runs on every kernel, within 2 % of an interval in
+    489 spans of 492, the others 2.06, 2.54 and 12.39 % off. In the 12.39 %
+    span (5.10) the module charged it 10.9 ms more than the trace has it on
+    the CPU, its neighbours were within 0.5 %, and over the run the module
+    matched cpu.stat to the µs: the kernel's own runtime held time that
+    the trace gives another task (how is not measured; a runqueue clock,
+    sched_clock_cpu() on the guest's unstable TSC, that lags while the
+    host holds the vCPU and catches up at a tick charged to whichever task
+    runs then would do it). In one run beside another make check (not
+    recorded), the nine-in-ten bound failed for loop0 on five kernels of
+    seven and for loop1 on one. loop1's bounds need a quiet host too: in
+    cc16 (make-check.jsonl) one of experimental's spans was 9.7 % off,
+    and check_intervals failed on the same span."""
     d = ok(res, 's_drain')
     tr = d['trace']
     # The premise: the trace kept every event (none lost, none that fits
@@ -191,7 +196,7 @@ def check_traced(res):
                if (b is None or b > t0) and a is not None and a < t1), runs
     rows = traced(res)
     # as many spans as the scenario reads on for, or more
-    assert d['spans_min'] <= len(rows) <= len(d['series']) - 1, rows
+    assert len(rows) >= d['spans_min'], rows
     # Within 2 % of an interval in nine spans of ten, and every one within
     # 2 % and the tick that the runtime clock may lag a CPU's last tick
     # (check_intervals): alone on the host, in two runs on every kernel,

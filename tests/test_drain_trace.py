@@ -79,6 +79,13 @@ def test_events_out_of_sequence_counted(drain):
         lines[2][:90]])
     runs, bad = _trace(drain, text).runs([412, 413])
     assert bad == 3, runs
+    # each alone
+    for extra in ([], [lines[2].replace('[001]', '[000]')
+                       .replace('45.100000', '47.000000')], [lines[2][:90]]):
+        runs, bad = _trace(drain, '\n'.join(lines + extra)).runs([412, 413])
+        assert bad == (1 if extra else 0), (extra, runs)
+    runs, bad = _trace(drain, '\n'.join(lines[:5] + lines[6:])).runs([413])
+    assert bad == 1, runs
 
 
 def test_on_cpu_clips_runs_to_the_span():
@@ -109,9 +116,26 @@ def test_error_per_span_in_percent_of_an_interval():
     assert [x['loop1']['err_pct'] for x in rows] == [0.0] * 3
 
 
-def test_check_wants_every_event():
+@pytest.mark.parametrize('spoil', ['none', 'unpaired', 'lost', 'cpu0',
+                                   'off'])
+def test_check_wants_every_event_and_the_loop_on_cpu1(spoil):
     res = _res([0, 90_000, 180_000, 270_000], [0, 100_000, 200_000, 300_000])
-    drain_checks.check_traced(res)
-    res['s_drain']['trace']['unpaired'] = 1
-    with pytest.raises(AssertionError):
+    tr = res['s_drain']['trace']
+    if spoil == 'unpaired':
+        tr['unpaired'] = 1
+    elif spoil == 'lost':
+        tr['lost'] = 1
+    elif spoil == 'cpu0':
+        # on CPU 0 from 150 to 160 ms, inside the series
+        tr['runs']['loop1'] = [[1, 0, 150_000_000], [0, 150_000_000,
+                                                     160_000_000],
+                               [1, 160_000_000, None]]
+    elif spoil == 'off':
+        # charged 5 ms more than traced in one span of three: 5 % off
+        res['s_drain']['series'][2]['loop1']['usage_usec'] += 5_000
+        res['s_drain']['series'][3]['loop1']['usage_usec'] += 5_000
+    if spoil == 'none':
         drain_checks.check_traced(res)
+    else:
+        with pytest.raises(AssertionError):
+            drain_checks.check_traced(res)
