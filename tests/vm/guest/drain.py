@@ -66,7 +66,8 @@ HOLD = Path('/sys/kernel/tracing/instances/cge-hold')
 # name (after the task's comm and pid, which may hold anything); then the
 # pids switched out and in
 SWITCH = re.compile(r'\[(\d+)\]\s+\S+\s+(\d+)\.(\d{6}): sched_switch: ')
-PIDS = re.compile(r'\sprev_pid=(\d+)\s.*\s==> .*\snext_pid=(\d+)\b')
+PIDS = re.compile(r'\sprev_pid=(\d+) prev_prio=.*\s==> .*'
+                  r'\snext_pid=(\d+) next_prio=')
 
 
 def _cpu_state():
@@ -170,6 +171,12 @@ class SwitchTrace:
         self.ev = HOLD / 'events/sched/sched_switch'
         if (self.ev / 'enable').read_text().strip() != '1':
             raise RuntimeError(f'{self.ev} is not enabled (hold_tracepoints)')
+        # what the undos write back: no filter, not recording
+        state = ((self.ev / 'filter').read_text().strip(),
+                 (HOLD / 'tracing_on').read_text().strip())
+        if state != ('none', '0'):
+            raise RuntimeError(f'{HOLD}: filter and tracing_on {state}, '
+                               "not ('none', '0') as guest-init.sh left them")
         self.clock = re.search(r'\[(\S+)\]',
                                (HOLD / 'trace_clock').read_text())[1]
         self.text = ''
