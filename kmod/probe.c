@@ -38,6 +38,7 @@ struct cge_cpu {
 	struct task_struct *cur;
 	u64 cur_cgid;		/* the cgroup cur's runtime is charged to */
 	u64 cur_parent;		/* cur_cgid's parent, set with it (0: root) */
+	u64 cur_serial;		/* cur_cgid's serial_nr (U64_MAX: none yet) */
 	u64 open_cgid;		/* the cgroup a drain last charged cur's */
 	u64 open_parent;	/* ... open slice to, and its parent */
 	u64 wake_cgid;		/* a kernel thread's cgroup, if one left idle */
@@ -87,16 +88,20 @@ static inline u64 cge_parent_id(struct cgroup *cg)
  * The parent's id is recorded with it while the task is known to be in @cg:
  * the sampler needs it to find the nearest ancestor of a cgroup removed
  * before the drain, and once the task has moved (the cgroup_attach_task
- * tracepoint fires after the move) it can no longer be looked up. A cgroup's
- * parent never changes and ids are never reused, so a switch between two
- * tasks of one cgroup skips the lookup.
+ * tracepoint fires after the move) it can no longer be looked up. A switch
+ * between two tasks of one cgroup skips both lookups: @cg's serial_nr (its
+ * self css's, from a counter that only grows, set before any task can
+ * join it) names it for the boot as its id does (and its parent never
+ * changes), and is read from @cg itself, where the id is read from its
+ * kernfs node, one more pointer.
  */
 static inline void cge_set_cur(struct cge_cpu *c, struct cgroup *cg)
 {
-	u64 cgid = cgroup_id(cg);
+	u64 serial = cg->self.serial_nr;
 
-	if (cgid != c->cur_cgid) {
-		c->cur_cgid = cgid;
+	if (serial != c->cur_serial) {
+		c->cur_serial = serial;
+		c->cur_cgid = cgroup_id(cg);
 		c->cur_parent = cge_parent_id(cg);
 	}
 }
@@ -224,6 +229,15 @@ static inline void cge_switch_in(struct cge_cpu *c, struct task_struct *p)
 	c->start_rt = READ_ONCE(p->se.sum_exec_runtime);
 }
 
+/*
+ * The probe's @data is cge_cpus (cge_probe_init()): the probe reads no
+ * global.
+ */
+static inline struct cge_cpu *cge_probe_cpu(void *data)
+{
+	return this_cpu_ptr((struct cge_cpu __percpu __force *)data);
+}
+
 #ifdef CGE_SELFTIME
 /*
  * Self-timing build (make CGE_SELFTIME=y): every 16th call is timed with
@@ -244,7 +258,7 @@ static void cge_probe_body(struct cge_cpu *c, struct task_struct *prev,
 static void notrace cge_probe(CGE_SCHED_SWITCH_ARGS)
 {
 	struct cge_selftime *st = this_cpu_ptr(&cge_selftime);
-	struct cge_cpu *c = this_cpu_ptr(cge_cpus);
+	struct cge_cpu *c = cge_probe_cpu(data);
 	u64 t0;
 
 	if (unlikely(!c->tracking))
@@ -280,7 +294,7 @@ static void cge_probe_body(struct cge_cpu *c, struct task_struct *prev,
 
 static void notrace cge_probe(CGE_SCHED_SWITCH_ARGS)
 {
-	struct cge_cpu *c = this_cpu_ptr(cge_cpus);
+	struct cge_cpu *c = cge_probe_cpu(data);
 
 	if (likely(c->tracking)) {
 		raw_spin_lock(&c->lock);
@@ -602,8 +616,10 @@ int cge_probe_alloc(void)
 	cge_cpus = alloc_percpu(struct cge_cpu);
 	if (!cge_cpus)
 		return -ENOMEM;
-	for_each_possible_cpu(cpu)
+	for_each_possible_cpu(cpu) {
 		raw_spin_lock_init(&per_cpu_ptr(cge_cpus, cpu)->lock);
+		per_cpu_ptr(cge_cpus, cpu)->cur_serial = U64_MAX;
+	}
 	return 0;
 }
 
@@ -628,7 +644,8 @@ int cge_probe_init(void)
 	 * then each CPU starts tracking from its hotplug thread, whose
 	 * switch out the probe then sees (cge_cpu_online()).
 	 */
-	ret = tracepoint_probe_register(cge_tp, cge_probe, NULL);
+	ret = tracepoint_probe_register(cge_tp, cge_probe,
+					(void __force *)cge_cpus);
 	if (ret) {
 		pr_err("cannot attach to sched_switch: %d\n", ret);
 		return ret;
@@ -636,7 +653,8 @@ int cge_probe_init(void)
 	ret = cpuhp_setup_state(CPUHP_AP_ONLINE_DYN, "cgroup_energy:online",
 				cge_cpu_online, cge_cpu_offline);
 	if (ret < 0) {
-		tracepoint_probe_unregister(cge_tp, cge_probe, NULL);
+		tracepoint_probe_unregister(cge_tp, cge_probe,
+					    (void __force *)cge_cpus);
 		tracepoint_synchronize_unregister();
 		return ret;
 	}
@@ -657,6 +675,7 @@ void cge_probe_exit(void)
 					    NULL);
 	/* every CPU charged up to now and no longer tracking */
 	cpuhp_remove_state(cge_hp_state);
-	tracepoint_probe_unregister(cge_tp, cge_probe, NULL);
+	tracepoint_probe_unregister(cge_tp, cge_probe,
+				    (void __force *)cge_cpus);
 	tracepoint_synchronize_unregister();
 }
