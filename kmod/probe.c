@@ -135,22 +135,18 @@ static void cge_want(struct cge_cpu_sample *s, u64 cgid, u64 parent)
 }
 
 /*
- * Charge @ns and @wakeups to @p's cgroup @cgid, child of @parent, in @c,
- * the state of @cpu.
+ * Charge @ns, of which @bg_ns background, and @wakeups to @cgid, child of
+ * @parent, in @c, the state of @cpu, when the last slot charged is
+ * another cgroup's (cge_charge()).
  */
-static void cge_charge(struct cge_cpu *c, unsigned int cpu,
-		       struct task_struct *p, u64 cgid, u64 parent, u64 ns,
-		       u32 wakeups)
+static noinline void cge_charge_slot(struct cge_cpu *c, unsigned int cpu,
+				     u64 cgid, u64 parent, u64 ns, u64 bg_ns,
+				     u32 wakeups)
 {
-	u64 bg_ns = ns && cge_task_background(p) ? ns : 0;
 	struct cge_cpu_sample *s = &c->s;
 	struct cge_slot *sl;
 	unsigned int i;
 
-	if (c->hint < s->nr && s->slot[c->hint].cgid == cgid) {
-		sl = &s->slot[c->hint];
-		goto found;
-	}
 	for (i = 0; i < s->nr; i++) {
 		if (s->slot[i].cgid == cgid) {
 			c->hint = i;
@@ -179,6 +175,29 @@ found:
 }
 
 /*
+ * Charge @ns and @wakeups to @p's cgroup @cgid, child of @parent, in @c,
+ * the state of @cpu. Inline, as cge_charge_task() is: in the probe, a
+ * switch within one cgroup calls nothing but the lock's functions.
+ */
+static __always_inline void cge_charge(struct cge_cpu *c, unsigned int cpu,
+				       struct task_struct *p, u64 cgid,
+				       u64 parent, u64 ns, u32 wakeups)
+{
+	u64 bg_ns = ns && cge_task_background(p) ? ns : 0;
+	struct cge_cpu_sample *s = &c->s;
+	struct cge_slot *sl;
+
+	if (likely(c->hint < s->nr && s->slot[c->hint].cgid == cgid)) {
+		sl = &s->slot[c->hint];
+		sl->ns += ns;
+		sl->bg_ns += bg_ns;
+		sl->wakeups += wakeups;
+		return;
+	}
+	cge_charge_slot(c, cpu, cgid, parent, ns, bg_ns, wakeups);
+}
+
+/*
  * Charge @p (running here, not the idle task) its CPU time since it was
  * switched in or last charged. At sched_switch (@fresh) the scheduler has
  * brought p->se.sum_exec_runtime up to date, for every scheduling class
@@ -189,8 +208,8 @@ found:
  * nothing is charged until it catches up. At a switch, what a drain charged
  * beyond the runtime is handed to the sampler to take back (over_ns).
  */
-static void cge_charge_task(struct cge_cpu *c, struct task_struct *p,
-			    bool fresh)
+static __always_inline void cge_charge_task(struct cge_cpu *c,
+					    struct task_struct *p, bool fresh)
 {
 	u64 rt = READ_ONCE(p->se.sum_exec_runtime);
 	u64 delta;
