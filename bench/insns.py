@@ -8,8 +8,8 @@ The plugin counts each instruction executed in x86_64's module area, where
 both the module's text and the BPF JIT's programs live; the guest lists
 their symbols (guest_bench.py insns).  A function's calls are the
 executions of its first instruction.  What neither figure holds: the
-instructions of the kernel functions they call (the module's probe on its
-overflow path, the peer's BPF helpers) and of the tracepoint's
+instructions of the kernel functions they call (the module's probe takes
+a raw spinlock, the peer calls BPF helpers) and of the tracepoint's
 dispatch, which are outside the module area; call_graph() lists them for
 the module from its object.
 

@@ -3,7 +3,7 @@
  * probe.c - sched_switch tracepoint glue and per-CPU charging.
  *
  * The probe runs inside __schedule() with the runqueue lock held and IRQs
- * off. It touches only this CPU's cge_cpu, under this CPU's lock (inline),
+ * off. It touches only this CPU's cge_cpu, under this CPU's raw spinlock,
  * reads no clock, never allocates, never reads an MSR and records cgroup
  * ids, not references. The sampler drains each CPU from the sampler's CPU,
  * under that lock, without interrupting it (cge_cpu_drain()).
@@ -26,7 +26,7 @@
 #include "topo.h"
 
 struct cge_cpu {
-	arch_spinlock_t lock;	/* IRQs off: the probe, cge_cpu_lock() */
+	raw_spinlock_t lock;
 	bool tracking;		/* CPU online: charge its time */
 	/*
 	 * cur runs here: the probe saw it switched in (or it is the hotplug
@@ -64,37 +64,16 @@ struct cge_cpu {
  * interval, isolated ones, nohz_full or isolcpus, included; AMD's per-core
  * energy counters are the exception: sampler.c). The lock keeps the probe
  * out meanwhile; the probe takes it uncontended but for the drain of its
- * CPU (a copy of at most CGE_SLOTS slots, every interval_ms). An
- * arch_spinlock_t, as the ring buffer's per-CPU reader lock
- * (kernel/trace/ring_buffer.c), always taken with IRQs off: it does not
- * sleep on PREEMPT_RT, and the probe takes it inline, where raw_spin_lock()
- * and its unlock are two calls that also disable and enable preemption,
- * which __schedule() has done. Lockdep does not see it: nothing is taken
- * under it (the RCU read side and an llist_add() aside). Allocated
- * (alloc_percpu(), not a static per-CPU variable: those come from the
- * small reserve all modules share) before the sampler starts and freed
- * after its last sample.
+ * CPU (a copy of at most CGE_SLOTS slots, every interval_ms). A raw
+ * spinlock, as the runqueue lock the probe nests in: it does not sleep on
+ * PREEMPT_RT. Allocated (alloc_percpu(), not a static per-CPU variable:
+ * those come from the small reserve all modules share) before the sampler
+ * starts and freed after its last sample.
  */
 static struct cge_cpu __percpu *cge_cpus;
 static struct tracepoint *cge_tp;
 static struct tracepoint *cge_attach_tp;
 static enum cpuhp_state cge_hp_state;
-
-/* Take @c's lock from outside the probe: IRQs off first, as in the probe. */
-static inline unsigned long cge_cpu_lock(struct cge_cpu *c)
-{
-	unsigned long flags;
-
-	local_irq_save(flags);
-	arch_spin_lock(&c->lock);
-	return flags;
-}
-
-static inline void cge_cpu_unlock(struct cge_cpu *c, unsigned long flags)
-{
-	arch_spin_unlock(&c->lock);
-	local_irq_restore(flags);
-}
 
 /* The id of @cg's parent, 0 for the root. */
 static inline u64 cge_parent_id(struct cgroup *cg)
@@ -111,10 +90,11 @@ static inline u64 cge_parent_id(struct cgroup *cg)
  * before the drain, and once the task has moved (the cgroup_attach_task
  * tracepoint fires after the move) it can no longer be looked up. A switch
  * between two tasks of one cgroup skips both lookups: @cg's serial_nr (its
- * self css's, from a counter that only grows, set before any task can
- * join it) names it for the boot as its id does (and its parent never
- * changes), and is read from @cg itself, where the id is read from its
- * kernfs node, one more pointer.
+ * self css's: 0 for the root, from a counter that starts at 1 and only
+ * grows for the others, set before any task can join them) names it for
+ * the boot as its id does (and its parent never changes), and is read
+ * from @cg itself, where the id is read from its kernfs node, one more
+ * pointer. cur_serial starts at U64_MAX, which no cgroup has.
  */
 static inline void cge_set_cur(struct cge_cpu *c, struct cgroup *cg)
 {
@@ -270,8 +250,8 @@ static inline void cge_switch_in(struct cge_cpu *c, struct task_struct *p)
 }
 
 /*
- * The probe's @data is cge_cpus (cge_probe_init()): the probe reads no
- * global.
+ * The probe's @data is cge_cpus (cge_probe_init()), so that its common
+ * path reads no module global (its overflow path does: cgstate.c).
  */
 static inline struct cge_cpu *cge_probe_cpu(void *data)
 {
@@ -304,15 +284,15 @@ static void notrace cge_probe(CGE_SCHED_SWITCH_ARGS)
 	if (unlikely(!c->tracking))
 		return;
 	if (++st->calls & 15) {
-		arch_spin_lock(&c->lock);
+		raw_spin_lock(&c->lock);
 		cge_probe_body(c, prev, next);
-		arch_spin_unlock(&c->lock);
+		raw_spin_unlock(&c->lock);
 		return;
 	}
 	t0 = local_clock();
-	arch_spin_lock(&c->lock);
+	raw_spin_lock(&c->lock);
 	cge_probe_body(c, prev, next);
-	arch_spin_unlock(&c->lock);
+	raw_spin_unlock(&c->lock);
 	st->ns += local_clock() - t0;
 	st->timed++;
 }
@@ -337,9 +317,9 @@ static void notrace cge_probe(CGE_SCHED_SWITCH_ARGS)
 	struct cge_cpu *c = cge_probe_cpu(data);
 
 	if (likely(c->tracking)) {
-		arch_spin_lock(&c->lock);
+		raw_spin_lock(&c->lock);
 		cge_probe_body(c, prev, next);
-		arch_spin_unlock(&c->lock);
+		raw_spin_unlock(&c->lock);
 	}
 }
 
@@ -528,7 +508,7 @@ struct task_struct *cge_cpu_drain(unsigned int cpu, struct cge_cpu_sample *out,
 	unsigned long flags;
 	bool quiet;
 
-	flags = cge_cpu_lock(c);
+	raw_spin_lock_irqsave(&c->lock, flags);
 	quiet = false;
 	*ran = false;
 	if (c->tracking) {
@@ -542,7 +522,7 @@ struct task_struct *cge_cpu_drain(unsigned int cpu, struct cge_cpu_sample *out,
 			WRITE_ONCE(c->quiet_drains, c->quiet_drains + 1);
 	}
 	cge_take(c, out);
-	cge_cpu_unlock(c, flags);
+	raw_spin_unlock_irqrestore(&c->lock, flags);
 	return READ_ONCE(c->idle);
 }
 
@@ -572,7 +552,7 @@ static int cge_cpu_online(unsigned int cpu)
 	struct cge_cpu *c = this_cpu_ptr(cge_cpus);
 	unsigned long flags;
 
-	flags = cge_cpu_lock(c);
+	raw_spin_lock_irqsave(&c->lock, flags);
 	c->idle_at_drain = false;
 	c->drain_ns = local_clock();
 	c->busy_ns = 0;
@@ -581,7 +561,7 @@ static int cge_cpu_online(unsigned int cpu)
 	rcu_read_unlock();
 	c->running = true;
 	c->tracking = true;
-	cge_cpu_unlock(c, flags);
+	raw_spin_unlock_irqrestore(&c->lock, flags);
 	return 0;
 }
 
@@ -591,12 +571,12 @@ static int cge_cpu_offline(unsigned int cpu)
 	struct cge_cpu *c = this_cpu_ptr(cge_cpus);
 	unsigned long flags;
 
-	flags = cge_cpu_lock(c);
+	raw_spin_lock_irqsave(&c->lock, flags);
 	if (c->tracking)
 		cge_close_interval(c, cpu, local_clock(), true);
 	c->tracking = false;
 	c->running = false;
-	cge_cpu_unlock(c, flags);
+	raw_spin_unlock_irqrestore(&c->lock, flags);
 	return 0;
 }
 
@@ -619,7 +599,7 @@ static void cge_attach_probe(void *data, struct cgroup *dst, const char *path,
 	if (task != current)
 		return;
 	c = get_cpu_ptr(cge_cpus);
-	flags = cge_cpu_lock(c);
+	raw_spin_lock_irqsave(&c->lock, flags);
 	if (c->tracking && c->cur == current) {
 		rcu_read_lock();
 		cg = task_dfl_cgroup(current);	/* dst may be a v1 cgroup */
@@ -629,7 +609,7 @@ static void cge_attach_probe(void *data, struct cgroup *dst, const char *path,
 		}
 		rcu_read_unlock();
 	}
-	cge_cpu_unlock(c, flags);
+	raw_spin_unlock_irqrestore(&c->lock, flags);
 	put_cpu_ptr(cge_cpus);
 }
 
@@ -657,8 +637,7 @@ int cge_probe_alloc(void)
 	if (!cge_cpus)
 		return -ENOMEM;
 	for_each_possible_cpu(cpu) {
-		per_cpu_ptr(cge_cpus, cpu)->lock =
-			(arch_spinlock_t)__ARCH_SPIN_LOCK_UNLOCKED;
+		raw_spin_lock_init(&per_cpu_ptr(cge_cpus, cpu)->lock);
 		per_cpu_ptr(cge_cpus, cpu)->cur_serial = U64_MAX;
 	}
 	return 0;
