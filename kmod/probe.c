@@ -38,7 +38,6 @@ struct cge_cpu {
 	struct task_struct *cur;
 	u64 cur_cgid;		/* the cgroup cur's runtime is charged to */
 	u64 cur_parent;		/* cur_cgid's parent, set with it (0: root) */
-	u64 cur_serial;		/* cur_cgid's serial_nr (U64_MAX: none yet) */
 	u64 open_cgid;		/* the cgroup a drain last charged cur's */
 	u64 open_parent;	/* ... open slice to, and its parent */
 	u64 wake_cgid;		/* a kernel thread's cgroup, if one left idle */
@@ -88,21 +87,16 @@ static inline u64 cge_parent_id(struct cgroup *cg)
  * The parent's id is recorded with it while the task is known to be in @cg:
  * the sampler needs it to find the nearest ancestor of a cgroup removed
  * before the drain, and once the task has moved (the cgroup_attach_task
- * tracepoint fires after the move) it can no longer be looked up. A switch
- * between two tasks of one cgroup skips both lookups: @cg's serial_nr (its
- * self css's: 0 for the root, from a counter that starts at 1 and only
- * grows for the others, set before any task can join them) names it for
- * the boot as its id does (and its parent never changes), and is read
- * from @cg itself, where the id is read from its kernfs node, one more
- * pointer. cur_serial starts at U64_MAX, which no cgroup has.
+ * tracepoint fires after the move) it can no longer be looked up. A cgroup's
+ * parent never changes and ids are never reused, so a switch between two
+ * tasks of one cgroup skips the lookup.
  */
 static inline void cge_set_cur(struct cge_cpu *c, struct cgroup *cg)
 {
-	u64 serial = cg->self.serial_nr;
+	u64 cgid = cgroup_id(cg);
 
-	if (serial != c->cur_serial) {
-		c->cur_serial = serial;
-		c->cur_cgid = cgroup_id(cg);
+	if (cgid != c->cur_cgid) {
+		c->cur_cgid = cgid;
 		c->cur_parent = cge_parent_id(cg);
 	}
 }
@@ -136,18 +130,22 @@ static void cge_want(struct cge_cpu_sample *s, u64 cgid, u64 parent)
 }
 
 /*
- * Charge @ns, of which @bg_ns background, and @wakeups to @cgid, child of
- * @parent, in @c, the state of @cpu, when the last slot charged is
- * another cgroup's (cge_charge()).
+ * Charge @ns and @wakeups to @p's cgroup @cgid, child of @parent, in @c,
+ * the state of @cpu.
  */
-static noinline void cge_charge_slot(struct cge_cpu *c, unsigned int cpu,
-				     u64 cgid, u64 parent, u64 ns, u64 bg_ns,
-				     u32 wakeups)
+static void cge_charge(struct cge_cpu *c, unsigned int cpu,
+		       struct task_struct *p, u64 cgid, u64 parent, u64 ns,
+		       u32 wakeups)
 {
+	u64 bg_ns = ns && cge_task_background(p) ? ns : 0;
 	struct cge_cpu_sample *s = &c->s;
 	struct cge_slot *sl;
 	unsigned int i;
 
+	if (c->hint < s->nr && s->slot[c->hint].cgid == cgid) {
+		sl = &s->slot[c->hint];
+		goto found;
+	}
 	for (i = 0; i < s->nr; i++) {
 		if (s->slot[i].cgid == cgid) {
 			c->hint = i;
@@ -176,29 +174,6 @@ found:
 }
 
 /*
- * Charge @ns and @wakeups to @p's cgroup @cgid, child of @parent, in @c,
- * the state of @cpu. Inline, as cge_charge_task() is: in the probe, a
- * switch within one cgroup calls nothing but the lock's functions.
- */
-static __always_inline void cge_charge(struct cge_cpu *c, unsigned int cpu,
-				       struct task_struct *p, u64 cgid,
-				       u64 parent, u64 ns, u32 wakeups)
-{
-	u64 bg_ns = ns && cge_task_background(p) ? ns : 0;
-	struct cge_cpu_sample *s = &c->s;
-	struct cge_slot *sl;
-
-	if (likely(c->hint < s->nr && s->slot[c->hint].cgid == cgid)) {
-		sl = &s->slot[c->hint];
-		sl->ns += ns;
-		sl->bg_ns += bg_ns;
-		sl->wakeups += wakeups;
-		return;
-	}
-	cge_charge_slot(c, cpu, cgid, parent, ns, bg_ns, wakeups);
-}
-
-/*
  * Charge @p (running here, not the idle task) its CPU time since it was
  * switched in or last charged. At sched_switch (@fresh) the scheduler has
  * brought p->se.sum_exec_runtime up to date, for every scheduling class
@@ -209,8 +184,8 @@ static __always_inline void cge_charge(struct cge_cpu *c, unsigned int cpu,
  * nothing is charged until it catches up. At a switch, what a drain charged
  * beyond the runtime is handed to the sampler to take back (over_ns).
  */
-static __always_inline void cge_charge_task(struct cge_cpu *c,
-					    struct task_struct *p, bool fresh)
+static void cge_charge_task(struct cge_cpu *c, struct task_struct *p,
+			    bool fresh)
 {
 	u64 rt = READ_ONCE(p->se.sum_exec_runtime);
 	u64 delta;
@@ -249,15 +224,6 @@ static inline void cge_switch_in(struct cge_cpu *c, struct task_struct *p)
 	c->start_rt = READ_ONCE(p->se.sum_exec_runtime);
 }
 
-/*
- * The probe's @data is cge_cpus (cge_probe_init()), so that its common
- * path reads no module global (its overflow path does: cgstate.c).
- */
-static inline struct cge_cpu *cge_probe_cpu(void *data)
-{
-	return this_cpu_ptr((struct cge_cpu __percpu __force *)data);
-}
-
 #ifdef CGE_SELFTIME
 /*
  * Self-timing build (make CGE_SELFTIME=y): every 16th call is timed with
@@ -278,7 +244,7 @@ static void cge_probe_body(struct cge_cpu *c, struct task_struct *prev,
 static void notrace cge_probe(CGE_SCHED_SWITCH_ARGS)
 {
 	struct cge_selftime *st = this_cpu_ptr(&cge_selftime);
-	struct cge_cpu *c = cge_probe_cpu(data);
+	struct cge_cpu *c = this_cpu_ptr(cge_cpus);
 	u64 t0;
 
 	if (unlikely(!c->tracking))
@@ -314,7 +280,7 @@ static void cge_probe_body(struct cge_cpu *c, struct task_struct *prev,
 
 static void notrace cge_probe(CGE_SCHED_SWITCH_ARGS)
 {
-	struct cge_cpu *c = cge_probe_cpu(data);
+	struct cge_cpu *c = this_cpu_ptr(cge_cpus);
 
 	if (likely(c->tracking)) {
 		raw_spin_lock(&c->lock);
@@ -636,10 +602,8 @@ int cge_probe_alloc(void)
 	cge_cpus = alloc_percpu(struct cge_cpu);
 	if (!cge_cpus)
 		return -ENOMEM;
-	for_each_possible_cpu(cpu) {
+	for_each_possible_cpu(cpu)
 		raw_spin_lock_init(&per_cpu_ptr(cge_cpus, cpu)->lock);
-		per_cpu_ptr(cge_cpus, cpu)->cur_serial = U64_MAX;
-	}
 	return 0;
 }
 
@@ -664,8 +628,7 @@ int cge_probe_init(void)
 	 * then each CPU starts tracking from its hotplug thread, whose
 	 * switch out the probe then sees (cge_cpu_online()).
 	 */
-	ret = tracepoint_probe_register(cge_tp, cge_probe,
-					(void __force *)cge_cpus);
+	ret = tracepoint_probe_register(cge_tp, cge_probe, NULL);
 	if (ret) {
 		pr_err("cannot attach to sched_switch: %d\n", ret);
 		return ret;
@@ -673,8 +636,7 @@ int cge_probe_init(void)
 	ret = cpuhp_setup_state(CPUHP_AP_ONLINE_DYN, "cgroup_energy:online",
 				cge_cpu_online, cge_cpu_offline);
 	if (ret < 0) {
-		tracepoint_probe_unregister(cge_tp, cge_probe,
-					    (void __force *)cge_cpus);
+		tracepoint_probe_unregister(cge_tp, cge_probe, NULL);
 		tracepoint_synchronize_unregister();
 		return ret;
 	}
@@ -695,7 +657,6 @@ void cge_probe_exit(void)
 					    NULL);
 	/* every CPU charged up to now and no longer tracking */
 	cpuhp_remove_state(cge_hp_state);
-	tracepoint_probe_unregister(cge_tp, cge_probe,
-				    (void __force *)cge_cpus);
+	tracepoint_probe_unregister(cge_tp, cge_probe, NULL);
 	tracepoint_synchronize_unregister();
 }
