@@ -155,6 +155,15 @@ def _sample_after(n, timeout=30):
         time.sleep(0.002)
 
 
+def set_interval(ms):
+    """Set interval_ms and wait for the sample queued at the old interval,
+    which keeps it (sampler.c, cge_sample_fn()): samples from there on are
+    @ms apart."""
+    n = info()['samples']
+    set_param('interval_ms', ms)
+    _sample_after(n)
+
+
 def next_sample(rels=('',), extra=None):
     """A snapshot taken just after the next sample completed: windows
     between two of them start and end on a sample boundary, so the module's

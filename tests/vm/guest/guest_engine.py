@@ -19,6 +19,7 @@ from common import (CG, EN, REPO, Work, conservation_ok, cpu_usage, dmesg,
                     freeze, housekeeping_on_cpu0, info,
                     insmod, kv, main_args, mkcg, mount_en, next_sample,
                     populated, proc_idle_usec, proc_sys_usec, rmmod, scenarios, set_param, get_param, settle, sh,
+                    set_interval,
                     snapshot, stat, umount_en, wait_records, SYS_KINDS)
 from drain import s_drain, s_drain_base
 
@@ -630,15 +631,19 @@ def s_energystat(ctx):
     js = sh(f'{tool} --json eq1 eq2 tw_x', check=False)
     prom = sh(f'{tool} --prometheus', check=False)
     old = get_param('interval_ms')
-    set_param('interval_ms', 10)
+    # the sample already queued keeps the old interval: a first walk that
+    # ended before it straddled none (seen once, on experimental)
+    set_interval(10)
     burn = W.start('par/c1', 'busy', 10)
     reads = []
     try:
         for _ in range(5):
             before = int(info()['samples'])
+            t0 = time.monotonic()
             r = sh(f'{tool} --prometheus', check=False)
             reads.append({'rc': r.returncode, 'err': r.stderr[-500:],
                           'samples': int(info()['samples']) - before,
+                          'ms': round((time.monotonic() - t0) * 1000),
                           'counters': prom_counters(r.stdout)})
     finally:
         W.stop([burn], ['par/c1'])
@@ -650,7 +655,7 @@ def s_energystat(ctx):
             'json_rc': js.returncode, 'json': js.stdout,
             'prom_rc': prom.returncode, 'prom': prom.stdout[:20000],
             'prom_err': prom.stderr[-2000:],
-            'straddled': [{k: x[k] for k in ('rc', 'err', 'samples')}
+            'straddled': [{k: x[k] for k in ('rc', 'err', 'samples', 'ms')}
                           for x in reads],
             'series': [len(x['counters']) for x in reads], 'down': down[:20]}
 
