@@ -156,12 +156,18 @@ def _sample_after(n, timeout=30):
 
 
 def set_interval(ms):
-    """Set interval_ms and wait for the sample queued at the old interval,
-    which keeps it (sampler.c, cge_sample_fn()): samples from there on are
-    @ms apart."""
+    """Set interval_ms and wait until a sample that started after the write
+    has ended: the sample queued before it keeps the old interval
+    (sampler.c, cge_sample_fn(), which reads interval_ms as it starts), and
+    one may already have started, so the second sample to end after the
+    write is the first that surely read @ms and queued its successor @ms
+    ahead (the sampler's work never runs twice at once)."""
+    done, err = set_param('interval_ms', ms)
+    if not done:
+        raise RuntimeError(f'interval_ms={ms}: {err}')
     n = info()['samples']
-    set_param('interval_ms', ms)
     _sample_after(n)
+    _sample_after(n + 1)
 
 
 def next_sample(rels=('',), extra=None):

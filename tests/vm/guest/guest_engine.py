@@ -631,12 +631,13 @@ def s_energystat(ctx):
     js = sh(f'{tool} --json eq1 eq2 tw_x', check=False)
     prom = sh(f'{tool} --prometheus', check=False)
     old = get_param('interval_ms')
-    # the sample already queued keeps the old interval: a first walk that
-    # ended before it straddled none (seen once, on experimental)
-    set_interval(10)
-    burn = W.start('par/c1', 'busy', 10)
     reads = []
+    burn = None
     try:
+        # the sample already queued keeps the old interval: a first walk
+        # that ended before it straddled none (seen once, on experimental)
+        set_interval(10)
+        burn = W.start('par/c1', 'busy', 10)
         for _ in range(5):
             before = int(info()['samples'])
             t0 = time.monotonic()
@@ -646,7 +647,8 @@ def s_energystat(ctx):
                           'ms': round((time.monotonic() - t0) * 1000),
                           'counters': prom_counters(r.stdout)})
     finally:
-        W.stop([burn], ['par/c1'])
+        if burn:
+            W.stop([burn], ['par/c1'])
         set_param('interval_ms', old)
     down = [(k, a['counters'][k], b['counters'][k])
             for a, b in zip(reads, reads[1:]) for k in b['counters']
