@@ -38,6 +38,7 @@ struct cge_cpu {
 	struct task_struct *cur;
 	u64 cur_cgid;		/* the cgroup cur's runtime is charged to */
 	u64 cur_parent;		/* cur_cgid's parent, set with it (0: root) */
+	u64 cur_serial;		/* cur_cgid's serial_nr (U64_MAX: none yet) */
 	u64 open_cgid;		/* the cgroup a drain last charged cur's */
 	u64 open_parent;	/* ... open slice to, and its parent */
 	u64 wake_cgid;		/* a kernel thread's cgroup, if one left idle */
@@ -87,16 +88,21 @@ static inline u64 cge_parent_id(struct cgroup *cg)
  * The parent's id is recorded with it while the task is known to be in @cg:
  * the sampler needs it to find the nearest ancestor of a cgroup removed
  * before the drain, and once the task has moved (the cgroup_attach_task
- * tracepoint fires after the move) it can no longer be looked up. A cgroup's
- * parent never changes and ids are never reused, so a switch between two
- * tasks of one cgroup skips the lookup.
+ * tracepoint fires after the move) it can no longer be looked up. A switch
+ * between two tasks of one cgroup skips both lookups: @cg's serial_nr (its
+ * self css's: 0 for the root, from a counter that starts at 1 and only
+ * grows for the others, set before any task can join them) names it for
+ * the boot as its id does (and its parent never changes), and is read
+ * from @cg itself, where the id is read from its kernfs node, one more
+ * pointer. cur_serial starts at U64_MAX, which no cgroup has.
  */
 static inline void cge_set_cur(struct cge_cpu *c, struct cgroup *cg)
 {
-	u64 cgid = cgroup_id(cg);
+	u64 serial = cg->self.serial_nr;
 
-	if (cgid != c->cur_cgid) {
-		c->cur_cgid = cgid;
+	if (serial != c->cur_serial) {
+		c->cur_serial = serial;
+		c->cur_cgid = cgroup_id(cg);
 		c->cur_parent = cge_parent_id(cg);
 	}
 }
@@ -130,22 +136,18 @@ static void cge_want(struct cge_cpu_sample *s, u64 cgid, u64 parent)
 }
 
 /*
- * Charge @ns and @wakeups to @p's cgroup @cgid, child of @parent, in @c,
- * the state of @cpu.
+ * Charge @ns, of which @bg_ns background, and @wakeups to @cgid, child of
+ * @parent, in @c, the state of @cpu, when the last slot charged is
+ * another cgroup's (cge_charge()).
  */
-static void cge_charge(struct cge_cpu *c, unsigned int cpu,
-		       struct task_struct *p, u64 cgid, u64 parent, u64 ns,
-		       u32 wakeups)
+static noinline void cge_charge_slot(struct cge_cpu *c, unsigned int cpu,
+				     u64 cgid, u64 parent, u64 ns, u64 bg_ns,
+				     u32 wakeups)
 {
-	u64 bg_ns = ns && cge_task_background(p) ? ns : 0;
 	struct cge_cpu_sample *s = &c->s;
 	struct cge_slot *sl;
 	unsigned int i;
 
-	if (c->hint < s->nr && s->slot[c->hint].cgid == cgid) {
-		sl = &s->slot[c->hint];
-		goto found;
-	}
 	for (i = 0; i < s->nr; i++) {
 		if (s->slot[i].cgid == cgid) {
 			c->hint = i;
@@ -174,6 +176,29 @@ found:
 }
 
 /*
+ * Charge @ns and @wakeups to @p's cgroup @cgid, child of @parent, in @c,
+ * the state of @cpu. Inline, as cge_charge_task() is: in the probe, a
+ * switch within one cgroup calls nothing but the lock's functions.
+ */
+static __always_inline void cge_charge(struct cge_cpu *c, unsigned int cpu,
+				       struct task_struct *p, u64 cgid,
+				       u64 parent, u64 ns, u32 wakeups)
+{
+	u64 bg_ns = ns && cge_task_background(p) ? ns : 0;
+	struct cge_cpu_sample *s = &c->s;
+	struct cge_slot *sl;
+
+	if (likely(c->hint < s->nr && s->slot[c->hint].cgid == cgid)) {
+		sl = &s->slot[c->hint];
+		sl->ns += ns;
+		sl->bg_ns += bg_ns;
+		sl->wakeups += wakeups;
+		return;
+	}
+	cge_charge_slot(c, cpu, cgid, parent, ns, bg_ns, wakeups);
+}
+
+/*
  * Charge @p (running here, not the idle task) its CPU time since it was
  * switched in or last charged. At sched_switch (@fresh) the scheduler has
  * brought p->se.sum_exec_runtime up to date, for every scheduling class
@@ -184,8 +209,8 @@ found:
  * nothing is charged until it catches up. At a switch, what a drain charged
  * beyond the runtime is handed to the sampler to take back (over_ns).
  */
-static void cge_charge_task(struct cge_cpu *c, struct task_struct *p,
-			    bool fresh)
+static __always_inline void cge_charge_task(struct cge_cpu *c,
+					    struct task_struct *p, bool fresh)
 {
 	u64 rt = READ_ONCE(p->se.sum_exec_runtime);
 	u64 delta;
@@ -602,8 +627,10 @@ int cge_probe_alloc(void)
 	cge_cpus = alloc_percpu(struct cge_cpu);
 	if (!cge_cpus)
 		return -ENOMEM;
-	for_each_possible_cpu(cpu)
+	for_each_possible_cpu(cpu) {
 		raw_spin_lock_init(&per_cpu_ptr(cge_cpus, cpu)->lock);
+		per_cpu_ptr(cge_cpus, cpu)->cur_serial = U64_MAX;
+	}
 	return 0;
 }
 
