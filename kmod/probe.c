@@ -137,8 +137,8 @@ static void cge_want(struct cge_cpu_sample *s, u64 cgid, u64 parent)
 
 /*
  * Charge @ns, of which @bg_ns background, and @wakeups to @cgid, child of
- * @parent, in @c, the state of @cpu, when the last slot charged is
- * another cgroup's (cge_charge()).
+ * @parent, in @c, the state of @cpu, when the slot charged last is not
+ * @cgid's or the cache is empty (cge_charge()).
  */
 static noinline void cge_charge_slot(struct cge_cpu *c, unsigned int cpu,
 				     u64 cgid, u64 parent, u64 ns, u64 bg_ns,
@@ -177,8 +177,8 @@ found:
 
 /*
  * Charge @ns and @wakeups to @p's cgroup @cgid, child of @parent, in @c,
- * the state of @cpu. Inline, as cge_charge_task() is: in the probe, a
- * switch within one cgroup calls nothing but the lock's functions.
+ * the state of @cpu. Inline, as cge_charge_task() is: a switch that charges
+ * the cgroup the CPU charged last calls no module function from the probe.
  */
 static __always_inline void cge_charge(struct cge_cpu *c, unsigned int cpu,
 				       struct task_struct *p, u64 cgid,
