@@ -174,6 +174,7 @@ static void cge_charge(struct cge_rec *rec, unsigned int *n,
 		pay = min(rec->debt_ns, a->ns);
 		rec->debt_ns -= pay;
 		cge_repaid_ns += pay;
+		cge_sampler_health.repaid_ns += pay;
 		paid = *a;
 		paid.ns -= pay;
 		paid.bg_ns = min(paid.bg_ns, paid.ns);
@@ -289,6 +290,7 @@ static void cge_fold(struct cge_cpu_sample *cs, unsigned int nr,
 		if (cs[c].over_ns) {
 			rec = cge_rec_get(cs[c].over_cgid, cs[c].over_parent);
 			rec->debt_ns += cs[c].over_ns;
+			cge_sampler_health.overcharge_ns += cs[c].over_ns;
 		}
 		for (i = 0; i < cs[c].nr; i++, k++) {
 			sl = &cs[c].slot[i];

@@ -15,6 +15,14 @@ struct cge_sampler_health {
 	u64 overruns;		/* due times a late sampler missed */
 	u64 last_sample_ns;	/* CLOCK_MONOTONIC */
 	u64 alloc_failures;
+	/*
+	 * CPU time drains charged running tasks beyond what the tasks then
+	 * turned out to have run (probe.c's over_ns), and what of it was
+	 * taken back from the same cgroups' later charges: the difference is
+	 * what usage_usec holds above cpu.stat
+	 */
+	u64 overcharge_ns;
+	u64 repaid_ns;
 };
 
 /* Under cge_lock. */

@@ -170,6 +170,10 @@ int cge_info_show(struct seq_file *m, bool host)
 	cge_probe_counters(&overflows, &quiet);
 	seq_printf(m, "cache_overflows %llu\n", overflows);
 	seq_printf(m, "quiet_drains %llu\n", quiet);
+	seq_printf(m, "overcharge_usec %llu\n",
+		   div_u64(h.overcharge_ns, NSEC_PER_USEC));
+	seq_printf(m, "overcharge_repaid_usec %llu\n",
+		   div_u64(h.repaid_ns, NSEC_PER_USEC));
 	seq_printf(m, "alloc_failures %llu\n", h.alloc_failures);
 	seq_printf(m, "records %llu\n", records);
 	seq_printf(m, "record_bytes %llu\n", bytes);

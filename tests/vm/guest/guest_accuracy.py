@@ -13,8 +13,8 @@ CPU 1, 300 short-lived processes.  Prints 'CGE-RESULT {json}'.
 import os
 from pathlib import Path
 
-from common import (CG, EN, Work, compare_usage, conservation_ok, info,
-                    main_args, mkcg, s_unload, scenarios, sh, stat)
+from common import (CG, EN, Work, compare_usage, conservation_ok, dmesg,
+                    info, main_args, mkcg, s_unload, scenarios, sh, stat)
 from drain import s_drain, s_drain_base
 
 KO, CGWORK = main_args()
@@ -34,6 +34,12 @@ def s_env(ctx):
             'nohz_full': _read('/sys/devices/system/cpu/nohz_full'),
             'isolated': _read('/sys/devices/system/cpu/isolated'),
             'rt': 'PREEMPT_RT' in os.uname().version,
+            # an unstable TSC makes sched_clock per-CPU: a tickless CPU's
+            # runqueue clock then stands still between readings of it
+            # (docs/accuracy.md)
+            'tsc_unstable': 'Marking TSC unstable' in dmesg(),
+            'clocksource': _read('/sys/devices/system/clocksource/'
+                                 'clocksource0/current_clocksource'),
             'clk_tck': os.sysconf('SC_CLK_TCK')}
 
 
@@ -57,7 +63,12 @@ def s_accuracy(ctx):
     sh(f'chrt -f 10 {CGWORK} -C {CG}/fifo_cpu1 -p 1 busy 0.5')
     W.run('spawn', 'spawn', 300, 2000)
     out = compare_usage(cgs)
-    out['root_ok'] = conservation_ok(stat())
+    root = stat()
+    out['root_ok'] = conservation_ok(root)
+    out['root_usage_usec'] = root['usage_usec']
+    i = info()
+    out['overcharge'] = {k: i[k] for k in ('overcharge_usec',
+                                           'overcharge_repaid_usec')}
     out['sleeper'].update(switches)
     out['busy'].update(busy_switches)
     return out
