@@ -72,6 +72,8 @@ def test_usage_matches_cpu_stat(res, cg):
     # On a failure, the message tells whether a drain charged a running task
     # beyond what it then turned out to have run and that was not taken back
     # (energy.info's overcharge figures), and the guest's clock.
+    # The FIFO loop's record holds its switches on CPU 1 and the sample
+    # times while it ran (guest_accuracy.py, _fifo_loop()).
     env = res['s_env']
     assert -1000 <= r[cg]['diff'] <= 1, (
         r[cg], r.get('overcharge'),

@@ -11,13 +11,21 @@ busy loop left to the scheduler, a 2 ms sleeper, a SCHED_FIFO busy loop on
 CPU 1, 300 short-lived processes.  Prints 'CGE-RESULT {json}'.
 """
 import os
+import re
+import threading
+import time
 from pathlib import Path
 
 from common import (CG, EN, Work, compare_usage, conservation_ok, dmesg,
                     info, main_args, mkcg, s_unload, scenarios, sh, stat)
-from drain import s_drain, s_drain_base
+from drain import SwitchTrace, s_drain, s_drain_base
 
 KO, CGWORK = main_args()
+# a sched_switch line on CPU 1, as 'time prev_pid prev_state next_comm
+# next_pid'
+SWITCH_CPU1 = re.compile(r'\[001\] \S+\s+(\d+\.\d+): sched_switch: .*?'
+                         r'prev_pid=(\d+) .*?prev_state=(\S+) ==> '
+                         r'next_comm=(.*?) next_pid=(\d+)')
 W = Work(CGWORK)
 
 
@@ -51,6 +59,30 @@ def s_load(ctx):
     return {'info': info()}
 
 
+def _fifo_loop():
+    """The SCHED_FIFO loop on CPU 1, with what test_usage_matches_cpu_stat
+    prints if its cgroup reads above cpu.stat: CPU 1's sched_switch events
+    of cgwork and the sampler's sample times (energy.info's last_sample_ns,
+    polled every 10 ms; both CLOCK_MONOTONIC) while it ran."""
+    samples, done = set(), threading.Event()
+
+    def poll():
+        while not done.is_set():
+            samples.add(info()['last_sample_ns'])
+            time.sleep(0.01)
+
+    t = threading.Thread(target=poll)
+    with SwitchTrace('cgwork') as tr:
+        t.start()
+        try:
+            sh(f'chrt -f 10 {CGWORK} -C {CG}/fifo_cpu1 -p 1 busy 0.5')
+        finally:
+            done.set()
+            t.join()
+    sw = [' '.join(m.groups()) for m in SWITCH_CPU1.finditer(tr.text)]
+    return {'switches_cpu1': sw, 'sample_ns': sorted(samples)}
+
+
 def s_accuracy(ctx):
     cgs = ['busy_cpu1', 'busy', 'sleeper', 'fifo_cpu1', 'spawn']
     mkcg(*cgs)
@@ -60,7 +92,7 @@ def s_accuracy(ctx):
     c = W.start('sleeper', 'sleeper', 2000, 2)
     busy_switches = W.switches(b)
     switches = W.switches(c)
-    sh(f'chrt -f 10 {CGWORK} -C {CG}/fifo_cpu1 -p 1 busy 0.5')
+    fifo = _fifo_loop()
     W.run('spawn', 'spawn', 300, 2000)
     out = compare_usage(cgs)
     root = stat()
@@ -71,6 +103,7 @@ def s_accuracy(ctx):
                                            'overcharge_repaid_usec')}
     out['sleeper'].update(switches)
     out['busy'].update(busy_switches)
+    out['fifo_cpu1'].update(fifo)
     return out
 
 
