@@ -174,7 +174,7 @@ static void cge_charge(struct cge_rec *rec, unsigned int *n,
 		pay = min(rec->debt_ns, a->ns);
 		rec->debt_ns -= pay;
 		cge_repaid_ns += pay;
-		cge_sampler_health.repaid_ns += pay;
+		cge_sampler_health.overcharge_repaid_ns += pay;
 		paid = *a;
 		paid.ns -= pay;
 		paid.bg_ns = min(paid.bg_ns, paid.ns);

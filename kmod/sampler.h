@@ -17,12 +17,14 @@ struct cge_sampler_health {
 	u64 alloc_failures;
 	/*
 	 * CPU time drains charged running tasks beyond what the tasks then
-	 * turned out to have run (probe.c's over_ns), and what of it was
-	 * taken back from the same cgroups' later charges: the difference is
-	 * what usage_usec holds above cpu.stat
+	 * turned out to have run (probe.c's over_ns, counted at the task's
+	 * next switch), and what of it was taken back from the later charges
+	 * of the records that owed it. Summed over all cgroups, their
+	 * difference is what is owed still, with the debts of records freed
+	 * since, which are never taken back.
 	 */
 	u64 overcharge_ns;
-	u64 repaid_ns;
+	u64 overcharge_repaid_ns;
 };
 
 /* Under cge_lock. */

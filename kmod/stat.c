@@ -173,7 +173,7 @@ int cge_info_show(struct seq_file *m, bool host)
 	seq_printf(m, "overcharge_usec %llu\n",
 		   div_u64(h.overcharge_ns, NSEC_PER_USEC));
 	seq_printf(m, "overcharge_repaid_usec %llu\n",
-		   div_u64(h.repaid_ns, NSEC_PER_USEC));
+		   div_u64(h.overcharge_repaid_ns, NSEC_PER_USEC));
 	seq_printf(m, "alloc_failures %llu\n", h.alloc_failures);
 	seq_printf(m, "records %llu\n", records);
 	seq_printf(m, "record_bytes %llu\n", bytes);

@@ -69,26 +69,17 @@ def test_usage_matches_cpu_stat(res, cg):
     # 0.32 ms below on 6.1-rt and sid (docs/accuracy.md's table, not explained yet),
     # never above (both round down from ns: 1 µs). 1 ms is three times the
     # largest gap; 3 % or 30 ms would pass a 2 ms sleeper charged nothing.
-    # On a failure, the message tells whether a drain charged a running task
-    # beyond what it then turned out to have run and that was not taken back
-    # (energy.info's overcharge figures), and the guest's clock.
-    # The FIFO loop's record holds its switches on CPU 1 and the sample
-    # times while it ran (guest_accuracy.py, _fifo_loop()).
+    # On a failure, the message tells whether drains charged running tasks
+    # beyond what they then turned out to have run and whether that was
+    # taken back (energy.info's overcharge figures, summed over all
+    # cgroups), and the guest's clock (TSC unstable at boot, after the
+    # workloads). The FIFO loop's record holds its switches on CPU 1 and the
+    # sample times while it ran (guest_accuracy.py, _fifo_loop()).
     env = res['s_env']
     assert -1000 <= r[cg]['diff'] <= 1, (
         r[cg], r.get('overcharge'),
-        {k: env.get(k) for k in ('tsc_unstable', 'clocksource')})
-
-
-def test_overcharge_figures_consistent(res):
-    # self-consistency of energy.info's overcharge figures: what was taken
-    # back is part of what was charged beyond the runtime, and that is part
-    # of all the CPU time the module charged
-    r = res['s_accuracy']
-    assert 'error' not in r, r['error']
-    o = r['overcharge']
-    assert 0 <= o['overcharge_repaid_usec'] <= o['overcharge_usec'], o
-    assert o['overcharge_usec'] <= r['root_usage_usec'], (o, r)
+        {k: env.get(k) for k in ('tsc_unstable', 'clocksource')},
+        r.get('tsc_unstable'))
 
 
 def test_sleeper_counts_wakeups(res):

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0
 """What a SCHED_FIFO loop alone on a tickless CPU is charged, by the kernel
 and by the module, against its wall time (a measurement for
-docs/accuracy.md's "A tickless CPU with an unstable clock", not a test):
+docs/accuracy.md's paragraphs on a tickless CPU whose sched_clock is
+unstable, not a test):
 
     python3 tests/vm/harness.py --flavour 6.1 --append nohz_full=1 -- \\
         '/usr/bin/python3 tests/vm/guest/measure_fifo_tail.py KO CGWORK N'
