@@ -395,7 +395,10 @@ class Exporter:
 def exporter(tool, tmp_path):
     t, e = uneven_tree(tmp_path)
     t.set_info({"source": "model", "interval_ms": 100, "last_sample_ns": 10**12,
-                "samples": 40, "sampler_overruns": 2, "energy_read_errors": 1})
+                "samples": 40, "sampler_overruns": 2, "energy_read_errors": 1,
+                "counter_wraps": 4, "counter_resyncs": 3, "quiet_drains": 7,
+                "overcharge_usec": 1500, "overcharge_repaid_usec": 1200,
+                "records": 12, "record_bytes": 3072})
     x = Exporter(tool, t.path)
     x.tree, x.energy = t, e
     yield x
@@ -417,6 +420,14 @@ def test_served_equals_one_shot(tool, exporter):
     s = prom_samples(body)
     assert s["cgroup_energy_sampler_overruns_total"] == "2"
     assert s["cgroup_energy_read_errors_total"] == "1"
+    assert s["cgroup_energy_wraps_total"] == "4"
+    assert s["cgroup_energy_resyncs_total"] == "3"
+    assert s["cgroup_energy_quiet_drains_total"] == "7"
+    assert s["cgroup_energy_overcharge_seconds_total"] == "0.0015"
+    assert s["cgroup_energy_overcharge_repaid_seconds_total"] == "0.0012"
+    assert s["cgroup_energy_records"] == "12"
+    assert s["cgroup_energy_record_bytes"] == "3072"
+    assert "# TYPE cgroup_energy_records gauge" in body
     assert s['cgroup_energy_source_info{source="model",kind="modelled"}'] == "1"
     assert s['energystat_build_info{version="0.1.0"}'] == "1"
     assert sum(per_cgroup(body, "cgroup_energy_joules_total").values()) * 10**6 \

@@ -66,22 +66,43 @@ static const struct {
 	{ K_UNCORE_UJ, "uncore" }, { K_DRAM_UJ, "dram" }, { K_PSYS_UJ, "psys" },
 };
 
-/* energy.info counters of the module's health */
+/*
+ * energy.info figures of the module's health: counters, and the gauges of
+ * its memory. A key in microseconds is exported in seconds (scale 6). No
+ * name holds its type's word (promtool check metrics): counter_wraps is
+ * cgroup_energy_wraps_total.
+ */
 static const struct {
-	const char *key, *name, *help;
+	const char *key, *name, *type, *help;
+	unsigned int scale;
 } health[] = {
-	{ "samples", "cgroup_energy_samples_total",
-	  "Samples the module took (one per interval)." },
-	{ "sampler_overruns", "cgroup_energy_sampler_overruns_total",
-	  "Samples the module took late (a whole interval or more behind)." },
-	{ "energy_read_errors", "cgroup_energy_read_errors_total",
-	  "Energy counter reads that failed in the module." },
-	{ "counter_wraps", "cgroup_energy_counter_wraps_total",
-	  "Energy counter wraps the module handled." },
-	{ "cache_overflows", "cgroup_energy_cache_overflows_total",
-	  "Per-CPU buffer overflows the module handled (nothing lost)." },
-	{ "alloc_failures", "cgroup_energy_alloc_failures_total",
-	  "Allocations that failed in the module." },
+	{ "samples", "cgroup_energy_samples_total", "counter",
+	  "Samples the module took (one per interval).", 0 },
+	{ "sampler_overruns", "cgroup_energy_sampler_overruns_total", "counter",
+	  "Samples the module took late (a whole interval or more behind).", 0 },
+	{ "energy_read_errors", "cgroup_energy_read_errors_total", "counter",
+	  "Energy counter reads that failed in the module.", 0 },
+	{ "counter_wraps", "cgroup_energy_wraps_total", "counter",
+	  "Energy counter wraps the module handled.", 0 },
+	{ "counter_resyncs", "cgroup_energy_resyncs_total", "counter",
+	  "Resumes after which the module read the energy counters afresh.", 0 },
+	{ "cache_overflows", "cgroup_energy_cache_overflows_total", "counter",
+	  "Per-CPU buffer overflows the module handled (nothing lost).", 0 },
+	{ "quiet_drains", "cgroup_energy_quiet_drains_total", "counter",
+	  "Drains of a CPU that stayed in its idle task since the previous one.",
+	  0 },
+	{ "overcharge_usec", "cgroup_energy_overcharge_seconds_total", "counter",
+	  "CPU time drains charged running tasks beyond what they then ran, seconds.",
+	  6 },
+	{ "overcharge_repaid_usec",
+	  "cgroup_energy_overcharge_repaid_seconds_total", "counter",
+	  "Of that overcharge, what later charges took back, seconds.", 6 },
+	{ "alloc_failures", "cgroup_energy_alloc_failures_total", "counter",
+	  "Allocations that failed in the module.", 0 },
+	{ "records", "cgroup_energy_records", "gauge",
+	  "Cgroup records the module holds.", 0 },
+	{ "record_bytes", "cgroup_energy_record_bytes", "gauge",
+	  "Memory the module's cgroup records take, bytes.", 0 },
 };
 
 /*
@@ -299,8 +320,9 @@ static void info_families(FILE *f, const struct view *v)
 	for (size_t m = 0; m < ARRAY_SIZE(health); m++) {
 		if (!info_u64(&s->info, health[m].key, &x))
 			continue;
-		prom_head(f, v, health[m].name, "counter", health[m].help);
-		prom_counter(f, health[m].name, NULL, NULL, x, 0);
+		prom_head(f, v, health[m].name, health[m].type,
+			  health[m].help);
+		prom_counter(f, health[m].name, NULL, NULL, x, health[m].scale);
 	}
 	if (info_u64(&s->info, "last_sample_ns", &x) && s->mono_ns >= x) {
 		prom_head(f, v, "cgroup_energy_last_sample_age_seconds", "gauge",
