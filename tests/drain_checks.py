@@ -10,8 +10,8 @@ per-interval check whose reference is the interval's length runs on the
 tickless CPU, whose intervals are without them on most kernels (quiet()).
 The other per-interval check's reference is the kernel's trace of each
 loop's switches (traced(), check_traced()): test_accuracy asserts it for
-CPU 1's loop in make check's solo part; collect_vm.py records it for both
-loops, in test_engine's boot too."""
+both loops in make check's solo part (CPU 0's, ticked, nine spans in ten);
+collect_vm.py records it for both, in test_engine's boot too."""
 from workload import ok
 
 # The windows of the 1 s checks: from a snapshot to the first one at least
@@ -167,10 +167,11 @@ def check_traced(res):
     """loop1's charge in every span against its traced time on CPU 1
     (tickless where the kernel has nohz_full; alone there but for per-CPU
     kernel threads, which the trace, unlike the interval's length, leaves
-    out). loop0's, on CPU 0 with this script and the sampler, is measured
-    and not asserted (collect_vm.py, tests/results/drain.jsonl): alone on
-    the host, in two runs on every kernel, within 2 % of an interval in
-    489 spans of 492, the others 2.06, 2.54 and 12.39 % off. In the 12.39 %
+    out), and loop0's on the ticked CPU 0, with this script and the
+    sampler, held to the nine-in-ten bound only (collect_vm.py,
+    tests/results/drain.jsonl): alone on the host, in two runs on every
+    kernel, within 2 % of an interval in 489 spans of 492, the others
+    2.06, 2.54 and 12.39 % off. In the 12.39 %
     span (5.10) the module charged it 10.9 ms more than the trace has it on
     the CPU, its neighbours were within 0.5 %, and over the run the module
     matched cpu.stat to the µs: the kernel's own runtime held time that
@@ -205,6 +206,15 @@ def check_traced(res):
     assert sum(abs(e) <= 2 for e in err) >= 0.9 * len(err), rows
     assert all(abs(x['loop1']['charged_us'] - x['loop1']['traced_us']) <=
                0.02 * x['len_us'] / x['n'] + TICK_US for x in rows), rows
+    # The ticked CPU 0's loop: within 2 % of an interval in nine spans of
+    # ten. In the 49 runs of drain.jsonl alone on the host or in make
+    # check's solo part (every kernel), 11 of 1,726 spans were not (0.64 %;
+    # at most 2 in a run of 35, 33 of 35 the fewest within): at that rate
+    # 4 of 35 come once in about 13,600 runs. No bound on every span: the
+    # kernel's runtime itself once held 10.9 ms the trace gives another
+    # task (12.39 %, above).
+    err0 = [x['loop0']['err_pct'] for x in rows]
+    assert sum(abs(e) <= 2 for e in err0) >= 0.9 * len(err0), rows
     return rows
 
 

@@ -117,7 +117,7 @@ def test_error_per_span_in_percent_of_an_interval():
 
 
 @pytest.mark.parametrize('spoil', ['none', 'unpaired', 'lost', 'cpu0',
-                                   'off'])
+                                   'off', 'off0'])
 def test_check_wants_every_event_and_the_loop_on_cpu1(spoil):
     res = _res([0, 90_000, 180_000, 270_000], [0, 100_000, 200_000, 300_000])
     tr = res['s_drain']['trace']
@@ -134,6 +134,11 @@ def test_check_wants_every_event_and_the_loop_on_cpu1(spoil):
         # charged 5 ms more than traced in one span of three: 5 % off
         res['s_drain']['series'][2]['loop1']['usage_usec'] += 5_000
         res['s_drain']['series'][3]['loop1']['usage_usec'] += 5_000
+    elif spoil == 'off0':
+        # the ticked CPU 0's loop: 3 ms more than traced in one span of
+        # three (3 %), within 2 % and a tick, one span in three off
+        res['s_drain']['series'][2]['loop0']['usage_usec'] += 3_000
+        res['s_drain']['series'][3]['loop0']['usage_usec'] += 3_000
     if spoil == 'none':
         drain_checks.check_traced(res)
     else:
