@@ -847,7 +847,7 @@ def main(argv=None):
     ap.add_argument('--pairs-b-max', type=int, default=240,
                     help='pipe: after --pairs-b, as many B and A runs as '
                     'their spread says B/A\'s CI needs to come within '
-                    f'{CI_TARGET:.1%} of its median (no second look), at '
+                    f'{CI_TARGET * 100:.1f} %% of its median (no second look), at '
                     'most this many B runs (default 240; 0: --pairs-b only)')
     ap.add_argument('--warmup-max', type=int, default=12,
                     help='uncounted runs before each workload: three at '
