@@ -79,13 +79,14 @@ static const struct {
 	{ "samples", "cgroup_energy_samples_total", "counter",
 	  "Samples the module took (one per interval).", 0 },
 	{ "sampler_overruns", "cgroup_energy_sampler_overruns_total", "counter",
-	  "Samples the module took late (a whole interval or more behind).", 0 },
+	  "Due times the sampler missed by running late.", 0 },
 	{ "energy_read_errors", "cgroup_energy_read_errors_total", "counter",
 	  "Energy counter reads that failed in the module.", 0 },
 	{ "counter_wraps", "cgroup_energy_wraps_total", "counter",
 	  "Energy counter wraps the module handled.", 0 },
 	{ "counter_resyncs", "cgroup_energy_resyncs_total", "counter",
-	  "Resumes after which the module read the energy counters afresh.", 0 },
+	  "Resumes from suspend or hibernation (energy counters read afresh where the source has them).",
+	  0 },
 	{ "cache_overflows", "cgroup_energy_cache_overflows_total", "counter",
 	  "Per-CPU buffer overflows the module handled (nothing lost).", 0 },
 	{ "quiet_drains", "cgroup_energy_quiet_drains_total", "counter",
@@ -163,8 +164,8 @@ static void prom_sample(FILE *f, const char *name, const struct cg_node *n,
 	fprintf(f, " %s\n", value);
 }
 
-static void prom_counter(FILE *f, const char *name, const struct cg_node *n,
-			 const char *domain, uint64_t v, unsigned int scale)
+static void prom_number(FILE *f, const char *name, const struct cg_node *n,
+			const char *domain, uint64_t v, unsigned int scale)
 {
 	char num[NUMLEN];
 
@@ -212,8 +213,8 @@ static void cgroup_families(FILE *f, const struct view *v,
 		snprintf(help, sizeof(help), "%s of %s.", mt->help, whose);
 		prom_head(f, v, name, "counter", help);
 		for (size_t i = 0; i < n; i++)
-			prom_counter(f, name, rows[i].n, NULL,
-				     shown(v, rows[i].n, mt->key), mt->scale);
+			prom_number(f, name, rows[i].n, NULL,
+				    shown(v, rows[i].n, mt->key), mt->scale);
 	}
 
 	for (size_t i = 0; i < n; i++)
@@ -227,9 +228,9 @@ static void cgroup_families(FILE *f, const struct view *v,
 		for (size_t i = 0; i < n; i++)
 			for (size_t d = 0; d < ARRAY_SIZE(domains); d++)
 				if (stat_has(&rows[i].n->st, domains[d].key))
-					prom_counter(f, name, rows[i].n,
-						     domains[d].domain,
-						     shown(v, rows[i].n, domains[d].key), 6);
+					prom_number(f, name, rows[i].n,
+						    domains[d].domain,
+						    shown(v, rows[i].n, domains[d].key), 6);
 	}
 }
 
@@ -276,7 +277,7 @@ static void root_families(FILE *f, const struct view *v,
 		if (!stat_has(&root->st, mt->key))
 			continue;
 		prom_head(f, v, mt->name, "counter", mt->help);
-		prom_counter(f, mt->name, NULL, NULL, root->st.v[mt->key], mt->scale);
+		prom_number(f, mt->name, NULL, NULL, root->st.v[mt->key], mt->scale);
 	}
 	b = dt > 0 ? sample_find(v->base, "/") : NULL;
 	if (b && b->ok && stat_has(&root->st, K_TOTAL_UJ) &&
@@ -322,7 +323,7 @@ static void info_families(FILE *f, const struct view *v)
 			continue;
 		prom_head(f, v, health[m].name, health[m].type,
 			  health[m].help);
-		prom_counter(f, health[m].name, NULL, NULL, x, health[m].scale);
+		prom_number(f, health[m].name, NULL, NULL, x, health[m].scale);
 	}
 	if (info_u64(&s->info, "last_sample_ns", &x) && s->mono_ns >= x) {
 		prom_head(f, v, "cgroup_energy_last_sample_age_seconds", "gauge",
