@@ -210,9 +210,11 @@ def check_traced(res):
     # ten. In the 49 runs of drain.jsonl alone on the host or in make
     # check's solo part (every kernel), 11 of 1,726 spans were not (0.64 %;
     # at most 2 in a run of 35, 33 of 35 the fewest within): at that rate
-    # 4 of 35 come once in about 13,600 runs. No bound on every span: the
-    # kernel's runtime itself once held 10.9 ms the trace gives another
-    # task (12.39 %, above).
+    # 4 or more of 35 come once in about 13,600 runs, once in about 1,900
+    # make checks of seven kernels. It needs the quiet host of the solo
+    # part: beside another make check it failed on five kernels of seven
+    # (above). No bound on every span: the kernel's runtime itself once
+    # held 10.9 ms the trace gives another task (12.39 %, above).
     err0 = [x['loop0']['err_pct'] for x in rows]
     assert sum(abs(e) <= 2 for e in err0) >= 0.9 * len(err0), rows
     return rows
