@@ -19,6 +19,7 @@
 #include <linux/cpuhotplug.h>
 #include <linux/tracepoint.h>
 #include <linux/string.h>
+#include <linux/log2.h>
 
 #include "compat.h"
 #include "probe.h"
@@ -66,9 +67,10 @@ struct cge_cpu {
  * out meanwhile; the probe takes it uncontended but for the drain of its
  * CPU (a copy of at most CGE_SLOTS slots, every interval_ms). A raw
  * spinlock, as the runqueue lock the probe nests in: it does not sleep on
- * PREEMPT_RT. Allocated (alloc_percpu(), not a static per-CPU variable:
- * those come from the small reserve all modules share) before the sampler
- * starts and freed after its last sample.
+ * PREEMPT_RT. Allocated (__alloc_percpu(), not a static per-CPU variable:
+ * those come from the small reserve all modules share; aligned so that
+ * each CPU's state is within one page: cge_probe_alloc()) before the
+ * sampler starts and freed after its last sample.
  */
 static struct cge_cpu __percpu *cge_cpus;
 static struct tracepoint *cge_tp;
@@ -249,6 +251,27 @@ static inline void cge_switch_in(struct cge_cpu *c, struct task_struct *p)
 	c->start_rt = READ_ONCE(p->se.sum_exec_runtime);
 }
 
+/*
+ * The probe's @data is cge_cpus, its bits carried in a void *
+ * (cge_probe_init()): the probe's common path reads no module global (its
+ * overflow path does).
+ * Under QEMU's TCG each page the probe touches first after a switch between
+ * processes costs an emulated page walk (docs/overhead.md). Converted
+ * through unsigned long, as the kernel's own per-CPU accessors do: per-CPU
+ * pointers may be in the __seg_gs address space, which a plain cast to or
+ * from void * warns about.
+ */
+static __always_inline struct cge_cpu *cge_probe_cpu(void *data)
+{
+	return this_cpu_ptr((struct cge_cpu __percpu __force *)
+			    (unsigned long)data);
+}
+
+static inline void *cge_probe_data(void)
+{
+	return (void *)(__force unsigned long)cge_cpus;
+}
+
 #ifdef CGE_SELFTIME
 /*
  * Self-timing build (make CGE_SELFTIME=y): every 16th call is timed with
@@ -269,7 +292,7 @@ static void cge_probe_body(struct cge_cpu *c, struct task_struct *prev,
 static void notrace cge_probe(CGE_SCHED_SWITCH_ARGS)
 {
 	struct cge_selftime *st = this_cpu_ptr(&cge_selftime);
-	struct cge_cpu *c = this_cpu_ptr(cge_cpus);
+	struct cge_cpu *c = cge_probe_cpu(data);
 	u64 t0;
 
 	if (unlikely(!c->tracking))
@@ -305,7 +328,7 @@ static void cge_probe_body(struct cge_cpu *c, struct task_struct *prev,
 
 static void notrace cge_probe(CGE_SCHED_SWITCH_ARGS)
 {
-	struct cge_cpu *c = this_cpu_ptr(cge_cpus);
+	struct cge_cpu *c = cge_probe_cpu(data);
 
 	if (likely(c->tracking)) {
 		raw_spin_lock(&c->lock);
@@ -624,7 +647,14 @@ int cge_probe_alloc(void)
 {
 	int cpu;
 
-	cge_cpus = alloc_percpu(struct cge_cpu);
+	/*
+	 * Aligned to the power of two at or above its size (2 KiB on the
+	 * kernels built here), so that no CPU's state spans two pages: the
+	 * probe touches one page of its per-CPU state (cge_probe_cpu()).
+	 */
+	BUILD_BUG_ON(roundup_pow_of_two(sizeof(struct cge_cpu)) > PAGE_SIZE);
+	cge_cpus = __alloc_percpu(sizeof(struct cge_cpu),
+				  roundup_pow_of_two(sizeof(struct cge_cpu)));
 	if (!cge_cpus)
 		return -ENOMEM;
 	for_each_possible_cpu(cpu) {
@@ -655,7 +685,7 @@ int cge_probe_init(void)
 	 * then each CPU starts tracking from its hotplug thread, whose
 	 * switch out the probe then sees (cge_cpu_online()).
 	 */
-	ret = tracepoint_probe_register(cge_tp, cge_probe, NULL);
+	ret = tracepoint_probe_register(cge_tp, cge_probe, cge_probe_data());
 	if (ret) {
 		pr_err("cannot attach to sched_switch: %d\n", ret);
 		return ret;
@@ -663,7 +693,8 @@ int cge_probe_init(void)
 	ret = cpuhp_setup_state(CPUHP_AP_ONLINE_DYN, "cgroup_energy:online",
 				cge_cpu_online, cge_cpu_offline);
 	if (ret < 0) {
-		tracepoint_probe_unregister(cge_tp, cge_probe, NULL);
+		WARN_ON_ONCE(tracepoint_probe_unregister(cge_tp, cge_probe,
+							 cge_probe_data()));
 		tracepoint_synchronize_unregister();
 		return ret;
 	}
@@ -684,6 +715,8 @@ void cge_probe_exit(void)
 					    NULL);
 	/* every CPU charged up to now and no longer tracking */
 	cpuhp_remove_state(cge_hp_state);
-	tracepoint_probe_unregister(cge_tp, cge_probe, NULL);
+	/* it matches on the function and @data: a live probe otherwise */
+	WARN_ON_ONCE(tracepoint_probe_unregister(cge_tp, cge_probe,
+						 cge_probe_data()));
 	tracepoint_synchronize_unregister();
 }

@@ -28,8 +28,8 @@ def res(vm, vm_flavour, cge_ko):
 
 
 def test_per_cpu_state_is_allocated(cge_ko):
-    # struct cge_cpu (1,688 B) comes from alloc_percpu(), not from the static
-    # per-CPU reserve that all modules share: no .data..percpu section
+    # struct cge_cpu (1,712 B) comes from __alloc_percpu(), not from the
+    # static per-CPU reserve that all modules share: no .data..percpu section
     r = subprocess.run([need.need('readelf', 'binutils'), '-SW', str(cge_ko)],
                        capture_output=True, text=True, check=True)
     assert '.data..percpu' not in r.stdout
