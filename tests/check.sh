@@ -1,63 +1,74 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
-# make check: install what is needed, build, run the test stages, print
-# each stage's duration and one closing line. Exit status non-zero if any
-# stage failed or the closing summary (timings.json) could not be written.
+# make check (the gate) and make check-full (the deep tier): install what is
+# needed, build, run the test stages, print each stage's duration and one
+# closing line. Exit status non-zero if any stage failed, any test was
+# skipped, or the closing summary (timings.json) could not be written.
 #
-# Stages: deps, build, style, host (pytest, no VM), kunit (UML), sweep (the
-# module built against every packaged kernel's headers, no boot:
+# CGE_TIER=gate (make check; the default): only checks whose outcome a
+# correct module decides, whatever the host's load (tests/conftest.py
+# deselects the rest): stages deep (a passing deep record for this module's
+# hash: tests/deep.py), deps, build, style, kunit, then the vm stage beside
+# a lane of server, host and sweep. CGE_TIER=full (make check-full): every
+# test on every kernel, the timing-bound ones in the vm stage's solo part,
+# and the debug stage; it appends its record to tests/results/deep.jsonl.
+#
+# Stages: deep, deps, build, style, host (pytest, no VM), kunit (UML), sweep
+# (the module built against every packaged kernel's headers, no boot:
 # tests/test_sweep.py), vm (QEMU: the integration suite on every kernel of
 # the matrix), server (the Debian packages installed on a booted Debian 12
 # server: tests/test_server.py) and debug (the stress suite, lighter, on
 # 6.1-rt, then on the KASAN/lockdep kernel, whose build it waits for only
 # after 6.1-rt has run).
-# The host, sweep, server and debug stages run beside the vm stage's second
-# part, in that order, at nice 10 (the lane: check.sh --lane): the guests of that part
-# leave about half of the host's CPU idle (0.54 busy on average over
-# test_engine and test_rapl_emu on 6.1: they wait for samples), which the
-# lane takes. The lane's checks are results (test outcomes, warnings, kernel
-# reports, exact conservation, records freed, kmemleak); the few host tests
-# that time something allow far more delay than a nice-10 process sees
-# there (energystat's 1 s interval may read 0.8-1.5 s; the harness's 2 s
-# boot deadline, twice, must end within 20 s; the server stage's guest,
-# whose work is DKMS builds, kernel installs and boots, has a deadline of
-# its own, set from a run on a saturated host). At
-# equal priority two vm tests failed in one run (6.12-rt's sampler at a
-# 10 ms interval made 145 samples of 308, one late sample per overrun; 6.12
-# made 40 ms of softirq where its premise wants 60): nice 10 leaves the vm
-# stage's guests about nine tenths of a saturated host. The vm stage's first
-# part (VM_SOLO: the throughput, nohz, calibration and scrape-timing tests)
-# runs before the lane starts, with the background builds paused (bg_pause).
+# In the deep tier, the host, sweep, server and debug stages run beside the
+# vm stage's second part, in that order, at nice 10 (the lane: check.sh
+# --lane), after its first part (VM_SOLO: the throughput, nohz, calibration
+# and scrape-timing tests) ran with the background builds paused (bg_pause):
+# the timing-bound figures assume a quiet host. In the gate, whose checks
+# do not depend on the host's load, the lane (server, host, sweep) runs at
+# nice 0 from the start of the vm stage.
 # CGE_OVERLAP=0, or a run without the vm stage, runs the stages one after
 # another.
-# CGE_STAGES="host vm" runs a subset (default: every stage but server); an
-# unknown stage name, or none, stops
-# the script with exit status 2 before any stage runs. CGE_CACHE (default
-# /var/cache/cgroup-energy) keeps downloads and builds between runs.
+# CGE_STAGES="host vm" runs a subset (default: the tier's); an unknown
+# stage name, or none, stops the script with exit status 2 before any stage
+# runs. CGE_CACHE (default /var/cache/cgroup-energy) keeps downloads and
+# builds between runs.
 # CGE_FLAVOURS (default "all": 5.10 6.1 6.1-rt 6.12 6.12-rt sid experimental)
 # selects the kernels of the host and vm stages, CGE_STRESS_FLAVOURS (default
 # "debug 6.1-rt"; blank- or comma-separated) the debug stage's.  The debug
-# kernel (tests/vm/debugkernel.py, about 25 CPU-minutes the first time) is
-# built in the background at nice 19 from the end of the deps stage on, so it
-# overlaps the other stages; an interrupted run stops it. So are the vm
-# stage's modules (tests/vm/prebuild.py: prebuild_bg), which the vm stage
-# waits for before its second part. Both pause while the vm stage's solo
-# part runs.
+# kernel (tests/vm/debugkernel.py) is built in the background at nice 19
+# from the end of the deps stage on, so it overlaps the other stages; an
+# interrupted run stops it. So are the vm stage's modules
+# (tests/vm/prebuild.py: prebuild_bg), which the vm stage waits for before
+# its second part. Both pause while the vm stage's solo part runs.
 # Every stage's duration is printed at the end and kept, with how long the
 # debug stage waited for that build and the build's exit status
-# ("debug-wait"; a failed build fails the debug stage), in
-# .build/check/timings.json.
+# ("debug-wait"; a failed build fails the debug stage), and each test's
+# duration from the JUnit XML, in .build/check/timings.json.
 set -u
 
-ALL_STAGES="deps build style host kunit sweep vm server debug"
-# What make check runs: every stage but server, which a run must name
-# (make check-server): in the lane it made warm clean-clone runs of
-# make check 49 min 8 s (2a2c6d4) and, with its guest on one vCPU instead
-# of two, 41 min 33 s (0d51b15), over the 40-minute budget
-# (docs/testing.md).
-DEFAULT_STAGES="deps build style host kunit sweep vm debug"
-# the stages that run beside the vm stage's second part, in this order
-LANE_STAGES="host sweep server debug"
+ALL_STAGES="deep deps build style host kunit sweep vm server debug"
+CGE_TIER=${CGE_TIER:-gate}
+export CGE_TIER
+case $CGE_TIER in
+gate)
+	DEFAULT_STAGES="deep deps build style host kunit sweep vm server"
+	# beside the vm stage, in this order: the longest first
+	LANE_STAGES="server host sweep"
+	LANE_NICE=0
+	;;
+full)
+	DEFAULT_STAGES="deps build style host kunit sweep vm server debug"
+	# beside the vm stage's second part, in this order
+	LANE_STAGES="host sweep server debug"
+	LANE_NICE=10
+	;;
+*)
+	echo "check: CGE_TIER=$CGE_TIER: gate (make check) or full" \
+		"(make check-full)" >&2
+	exit 2
+	;;
+esac
 # CGE_STAGES split on blanks, without expanding wildcards.
 STAGES=""
 unknown=""
@@ -101,8 +112,10 @@ cd "$REPO" || exit 1
 # builds paused: bg_pause): their figures (throughput
 # ratios, per-interval times on nohz_full CPUs, recovered power, scrape
 # timing) depend on the host's speed.
+# The gate has none: its checks do not depend on the host's load.
 VM_SOLO="tests/test_accuracy.py tests/test_bench.py tests/test_calibrate_emu.py
 	tests/test_prometheus.py"
+[ "$CGE_TIER" = full ] || VM_SOLO=""
 # The vm stage's tests whose checks are outputs and not timing (the harness's
 # own, the DKMS install): with a lane, they run in it at nice 10, after its
 # sweep stage and before its debug stage ("vm-lane" in the timings), so that
@@ -296,7 +309,7 @@ lane_start() {
 		"(log: $OUT/lane.log, shown after the vm stage)"
 	rm -f "$OUT/lane.tsv"
 	CGE_VM_LANE=$VM_IN_LANE CGE_DEBUG_BG=${DEBUG_BG:-} CGE_STAGES="$LANE" \
-		setsid nice -n 10 \
+		CGE_LANE_NICE=$LANE_NICE setsid nice -n "$LANE_NICE" \
 		sh "$REPO/tests/check.sh" --lane >"$OUT/lane.log" 2>&1 &
 	LANE_PID=$!
 }
@@ -405,18 +418,31 @@ server_stage() {
 	pytest_stage server -m vm tests/test_server.py
 }
 
+deep_stage() {
+	$PY tests/deep.py verify
+}
+
 if [ "${1:-}" = --lane ]; then
-	# its own session (setsid), so its own autogroup: nice 10 for the
-	# whole group, where autogroups are on (else nice(1)'s counts)
-	echo 10 2>/dev/null >/proc/self/autogroup
+	# its own session (setsid), so its own autogroup: the lane's nice for
+	# the whole group, where autogroups are on (else nice(1)'s counts)
+	echo "${CGE_LANE_NICE:-10}" 2>/dev/null >/proc/self/autogroup
 	DEBUG_BG=${CGE_DEBUG_BG:-}
 	TSV=$OUT/lane.tsv
 	summary=""
-	stage host host_stage
-	stage sweep sweep_stage
-	stage server server_stage
-	vm_lane_part
-	stage debug debug_stage
+	# in the order lane_start handed them; the vm stage's lane tests
+	# before the debug stage, or last
+	lane_vm=0
+	for s in $STAGES; do
+		case $s in
+		debug)
+			vm_lane_part
+			lane_vm=1
+			stage debug debug_stage
+			;;
+		*) stage "$s" "${s}_stage" ;;
+		esac
+	done
+	[ $lane_vm = 1 ] || vm_lane_part
 	[ -z "$failed" ]
 	exit $?
 fi
@@ -454,6 +480,7 @@ OVERLAP=0
 if selected vm && [ "${CGE_OVERLAP:-1}" != 0 ]; then
 	OVERLAP=1
 fi
+stage deep deep_stage
 stage deps sh tests/deps.sh
 debug_bg
 prebuild_bg
@@ -484,6 +511,10 @@ for line in open(out + '/timings.tsv'):
     stages[name] = {'seconds': int(secs), 'rc': int(rc)}
 t = f = s = 0
 failed = []
+skipped = []
+# each test's duration (setup, call and teardown: a module's boot is in its
+# first test's setup), by test id
+dur = {}
 for x in sorted(glob.glob(sys.argv[1] + '/*.xml')):
     root = ET.parse(x).getroot()
     for ts in root.iter('testsuite'):
@@ -496,10 +527,25 @@ for x in sorted(glob.glob(sys.argv[1] + '/*.xml')):
     # junit's classname::name (tests.test_x::test_y[6.1]), once per test
     # even when it both fails and errors in teardown
     for tc in root.iter('testcase'):
+        tid = f"{tc.get('classname')}::{tc.get('name')}"
+        dur[tid] = dur.get(tid, 0) + float(tc.get('time') or 0)
         if tc.find('failure') is not None or tc.find('error') is not None:
-            tid = f"{tc.get('classname')}::{tc.get('name')}"
             if tid not in failed:
                 failed.append(tid)
+        elif tc.find('skipped') is not None and tid not in skipped:
+            skipped.append(tid)
+by_file = {}
+for tid, secs in dur.items():
+    mod = tid.split('::')[0]
+    by_file[mod] = by_file.get(mod, 0) + secs
+durations = {
+    'by_module': {k: round(v, 1) for k, v in
+                  sorted(by_file.items(), key=lambda kv: -kv[1])},
+    'slowest': [[k, round(v, 1)] for k, v in
+                sorted(dur.items(), key=lambda kv: -kv[1])[:20]]}
+with open(out + '/durations.json', 'w') as fh:
+    fh.write(json.dumps({k: round(v, 2) for k, v in sorted(dur.items())},
+                        indent=0) + '\n')
 
 
 def jiffies(line):
@@ -550,12 +596,15 @@ doc = {'commit': commit, 'finished': time.strftime('%Y-%m-%dT%H:%M:%S%z'),
        'total_seconds': total, 'cache': cache, 'cpu': cpu, 'guests': guests,
        'stages': stages,
        'tests': {'passed': t, 'failed': f, 'skipped': s,
-                 'failed_ids': failed}}
+                 'failed_ids': failed, 'skipped_ids': skipped},
+       'durations': durations}
 with open(out + '/timings.json', 'w') as fh:
     fh.write(json.dumps(doc, indent=1) + '\n')
 print(f'check: total {total // 60} min {total % 60} s '
       f'(stage timings: {out}/timings.json)')
 print(f'check: {t} passed, {f} failed, {s} skipped')
+for tid in skipped:
+    print(f'check: skipped: {tid}')
 host = (f"{cpu['cores']} cores, {cpu['busy_fraction']} busy, "
         f"{cpu['steal_fraction']} steal" if 'cores' in cpu
         else cpu.get('error'))
@@ -569,13 +618,31 @@ if up:
 print(line + f"; {guests['timed_out']} timed out, "
       f"{guests['stuck_before_init']} stopped before their init"
       + (f'; {unread} lines of boots.jsonl unread' if unread else ''))
+print('check: the slowest modules: ' + ', '.join(
+    f'{k.split(".")[-1]} {v:.0f} s' for k, v in
+    list(durations['by_module'].items())[:6]))
+sys.exit(3 if s else 0)
 PYEOF
 src=$?
+# A skip is a failure: a test that does not belong to a kernel or a tier
+# is not collected (tests/conftest.py), and a missing tool fails
+# (tests/need.py), so a skip is a check that did not run.
+if [ $src = 3 ]; then
+	echo "check: tests were skipped: every test collected must run" >&2
+	failed="$failed skips"
+	src=0
+fi
 # The summary is part of the result: if it fails, check.sh fails.
 if [ $src != 0 ]; then
 	echo "check: the summary failed (exit $src): $OUT/timings.json" \
 		"may be missing or incomplete" >&2
 	failed="$failed summary"
+fi
+# The deep tier's record, passed or failed, keyed by the module's hash
+# (tests/deep.py); a run of the full set of stages only.
+if [ "$CGE_TIER" = full ] && [ -z "${CGE_STAGES:-}" ] && [ $src = 0 ]; then
+	$PY tests/deep.py record "$OUT/timings.json" \
+		"${CGE_WHERE:-make check-full}" || failed="$failed record"
 fi
 if [ -n "$failed" ]; then
 	echo "check: FAILED stages:$failed"

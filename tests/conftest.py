@@ -5,6 +5,15 @@ Flavours: --vm-flavour F (repeatable) or CGE_FLAVOURS="6.1,6.12-rt" ("all" for
 every one); default 6.1.  Tests that use the `vm` or `vm_flavour` fixtures are
 marked `vm` automatically (`-m "not vm"` runs the host tests only).
 
+Tiers (docs/testing.md): CGE_TIER=gate (make check) collects only the gate's
+tests; unset or "full" (make check-full), every test.  Markers decide, and a
+test they leave out is deselected, not skipped, so that a skip in make check
+is a failure (tests/check.sh):
+  deep                     the deep tier only (timing-bound, or depth)
+  only(param=[values])     only where the parametrised @param (vm_flavour,
+                           a fixture's param) is one of @values
+  gate_only(param=[values])  the same, in the gate only
+
 Fixtures:
   vm          module-scoped runner: vm.run(commands, flavour=None, **kw) ->
               harness.VMResult (one boot per distinct call in the session:
@@ -36,6 +45,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from vm import build, harness, kernels  # noqa: E402
 import need  # noqa: E402
+import tiers  # noqa: E402
 
 VM_FIXTURES = {'vm', 'vm_flavour', 'cge_ko'}
 
@@ -51,8 +61,19 @@ def pytest_addoption(parser):
 
 
 def pytest_configure(config):
+    try:
+        tiers.tier()
+    except tiers.TierError as e:
+        raise pytest.UsageError(str(e)) from None
     config.addinivalue_line(
         'markers', 'vm: boots a QEMU guest (deselect with -m "not vm")')
+    config.addinivalue_line(
+        'markers', 'deep: the deep tier only (make check-full)')
+    config.addinivalue_line(
+        'markers', 'only(param=[values]): collected only where the '
+        'parametrised param has one of these values')
+    config.addinivalue_line(
+        'markers', 'gate_only(param=[values]): as only, in the gate')
     config.addinivalue_line(
         'markers', 'sweep: builds the module against every packaged kernel '
         '(tests/vm/sweep.py; deselect with -m "not sweep")')
@@ -73,10 +94,34 @@ def pytest_generate_tests(metafunc):
                              scope='module')
 
 
+def _wanted(item, marker):
+    """False if a @marker on @item names a parameter whose value in this
+    item is not among the marker's values."""
+    params = getattr(getattr(item, 'callspec', None), 'params', {})
+    for m in item.iter_markers(marker):
+        for name, values in m.kwargs.items():
+            if name in params and params[name] not in values:
+                return False
+    return True
+
+
+def in_tier(item, gate):
+    """Whether @item belongs to the tier run (@gate: the gate's)."""
+    if gate and item.get_closest_marker('deep'):
+        return False
+    return _wanted(item, 'only') and (not gate or _wanted(item, 'gate_only'))
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if VM_FIXTURES & set(getattr(item, 'fixturenames', ())):
             item.add_marker(pytest.mark.vm)
+    gate = tiers.gate()
+    keep = [i for i in items if in_tier(i, gate)]
+    if len(keep) != len(items):
+        config.hook.pytest_deselected(
+            items=[i for i in items if not in_tier(i, gate)])
+        items[:] = keep
 
 
 def pytest_runtest_setup(item):

@@ -23,10 +23,11 @@ def emu_ko(vm_flavour):
 CAL_FLAVOUR = '6.1'
 
 
+pytestmark = pytest.mark.only(vm_flavour=[CAL_FLAVOUR])
+
+
 @pytest.fixture(scope='module', params=['intel-client', 'intel-server'])
 def cal(request, vm, vm_flavour, emu_ko):
-    if vm_flavour != CAL_FLAVOUR:
-        pytest.skip(f'calibration runs on {CAL_FLAVOUR} only')
     profile = request.param
     p = emu.PROFILES[profile]
     r = vm.run({'run': f'/usr/bin/python3 tests/vm/guest/guest_calibrate.py '

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-VALID = 'deps build style host kunit sweep vm server debug'
+VALID = 'deep deps build style host kunit sweep vm server debug'
 
 
 def fake_repo(tmp_path, style='exit 0', debugkernel_rc=0):
@@ -27,6 +27,14 @@ def fake_repo(tmp_path, style='exit 0', debugkernel_rc=0):
         f'import sys\nprint("stub build")\nsys.exit({debugkernel_rc})\n')
     (tmp_path / 'tests/vm/prebuild.py').write_text(
         'print("prebuild: stub")\n')
+    # the deep record: present unless DEEP_MISSING, its checks marked
+    (tmp_path / 'tests/deep.py').write_text(
+        'import os, sys\n'
+        'with open(os.environ["MARK"], "a") as f:\n'
+        '    f.write("deep " + " ".join(sys.argv[1:2]) + "\\n")\n'
+        'if "DEEP_MISSING" in os.environ:\n'
+        '    print("check: no passing deep record for module hash 0")\n'
+        '    sys.exit(1)\n')
     (tmp_path / 'tests/test_stress.py').write_text(
         'import os\nimport pytest\n\npytestmark = pytest.mark.vm\n\n\n'
         'def test_stub():\n'
@@ -41,10 +49,12 @@ def fake_repo(tmp_path, style='exit 0', debugkernel_rc=0):
 
 
 def check(repo, **env):
+    """check.sh in @repo, the deep tier's unless @env names CGE_TIER."""
     mark = repo / 'mark'
     e = {k: v for k, v in os.environ.items()
          if not k.startswith('CGE_')}
-    e.update(MARK=str(mark), **env)
+    e.update(MARK=str(mark), CGE_TIER='full')
+    e.update(env)
     r = subprocess.run(['/bin/sh', str(repo / 'tests/check.sh')], env=e,
                        capture_output=True, text=True, timeout=60)
     ran = mark.read_text().splitlines() if mark.exists() else []
@@ -111,9 +121,52 @@ def test_timings_name_the_failed_tests(tmp_path):
                      'exit 1')
     r, _ = check(repo, CGE_STAGES='style')
     assert r.returncode == 1
-    assert timings(repo)[1]['tests'] == {
+    doc = timings(repo)[1]
+    assert doc['tests'] == {
         'passed': 1, 'failed': 1, 'skipped': 1,
-        'failed_ids': ['tests.test_x::test_b[6.1]']}
+        'failed_ids': ['tests.test_x::test_b[6.1]'],
+        'skipped_ids': ['tests.test_x::test_c']}
+    assert set(doc['durations']['by_module']) == {'tests.test_x'}
+    assert len(doc['durations']['slowest']) == 3
+
+
+def test_a_skip_fails_the_run(tmp_path):
+    xml = ('<testsuites><testsuite tests="2" failures="0" errors="0" '
+           'skipped="1"><testcase classname="tests.test_x" name="test_a"/>'
+           '<testcase classname="tests.test_x" name="test_c"><skipped/>'
+           '</testcase></testsuite></testsuites>')
+    repo = fake_repo(tmp_path, style=f"echo '{xml}' > .build/check/s.xml")
+    for tier in ('gate', 'full'):
+        r, _ = check(repo, CGE_STAGES='style', CGE_TIER=tier)
+        assert r.returncode == 1, r.stdout + r.stderr
+        assert 'check: skipped: tests.test_x::test_c' in r.stdout
+        assert 'FAILED stages: skips' in r.stdout
+
+
+def test_unknown_tier_refused(tmp_path):
+    repo = fake_repo(tmp_path)
+    r, ran = check(repo, CGE_TIER='quick')
+    assert r.returncode == 2 and 'CGE_TIER=quick' in r.stderr
+    assert ran == []
+
+
+def test_gate_fails_without_a_deep_record_and_runs_on(tmp_path):
+    repo = fake_repo(tmp_path)
+    r, ran = check(repo, CGE_TIER='gate', CGE_STAGES='deep style',
+                   DEEP_MISSING='1')
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert ran == ['deep verify', 'ran']
+    assert 'no passing deep record' in r.stdout
+    assert 'FAILED stages: deep' in r.stdout
+    r, ran = check(repo, CGE_TIER='gate', CGE_STAGES='deep style')
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_full_tier_appends_its_record_only_for_every_stage(tmp_path):
+    # a run of a subset of stages is no deep record
+    repo = fake_repo(tmp_path)
+    r, ran = check(repo, CGE_STAGES='style')
+    assert r.returncode == 0 and 'deep record' not in ran, ran
 
 
 def test_failed_stage_fails(tmp_path):
@@ -466,7 +519,9 @@ def test_debug_build_stopped_beside_the_solo_part(tmp_path):
     r, ran = check(repo, CGE_STAGES='style vm debug',
                    CGE_STRESS_FLAVOURS='debug')
     assert r.returncode == 0, r.stdout + r.stderr
-    assert ran == ['ran', 'solo T', 'rest S', 'stress debug'], ran
+    # continued: sleeping or, on a busy host, running; not stopped
+    assert ran[:2] == ['ran', 'solo T'] and ran[3:] == ['stress debug'], ran
+    assert ran[2] in ('rest S', 'rest R'), ran
 
 
 def test_interrupted_run_stops_the_background_builds(tmp_path):
@@ -492,7 +547,7 @@ def test_interrupted_run_stops_the_background_builds(tmp_path):
     pids = repo / 'pids'
     mark = repo / 'mark'
     e = {k: v for k, v in os.environ.items() if not k.startswith('CGE_')}
-    e.update(MARK=str(mark), PIDS=str(pids), CGE_STAGES='vm')
+    e.update(MARK=str(mark), PIDS=str(pids), CGE_STAGES='vm', CGE_TIER='full')
     # in a process group of its own, stopped whole, as a terminal's ^C or
     # a CI job's end does (the shell runs its trap once pytest has gone)
     p = subprocess.Popen(['/bin/sh', str(repo / 'tests/check.sh')], env=e,
@@ -530,7 +585,8 @@ def test_interrupted_run_stops_the_debug_build(tmp_path, stages):
         'time.sleep(60)\n')
     pids = repo / 'pids'
     e = {k: v for k, v in os.environ.items() if not k.startswith('CGE_')}
-    e.update(MARK=str(repo / 'mark'), PIDS=str(pids), CGE_STAGES=stages)
+    e.update(MARK=str(repo / 'mark'), PIDS=str(pids), CGE_STAGES=stages,
+             CGE_TIER='full')
     p = subprocess.Popen(['/bin/sh', str(repo / 'tests/check.sh')], env=e,
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 30
@@ -692,19 +748,31 @@ def test_missing_dependency_fails_in_make_check(tmp_path):
                 in r.stdout, r.stdout
 
 
-def test_default_stages_leave_out_server(tmp_path):
-    """Without CGE_STAGES every stage runs but server (make check-server's):
-    the stubbed tree has no deps.sh, Makefile or KUnit test, so those
-    stages fail; the stages that ran are what counts."""
+@pytest.mark.parametrize('tier, stages', [
+    ('full', {'deps', 'build', 'style', 'host', 'kunit', 'sweep', 'vm',
+              'server', 'debug', 'debug-wait', 'prebuild-wait'}),
+    ('gate', {'deep', 'deps', 'build', 'style', 'host', 'kunit', 'sweep',
+              'vm', 'server', 'prebuild-wait'})])
+def test_default_stages_of_each_tier(tmp_path, tier, stages):
+    """Without CGE_STAGES every stage of the tier runs: the stubbed tree
+    has no deps.sh, Makefile or KUnit test, so those stages fail; the
+    stages that ran are what counts. The gate has no debug stage and no
+    solo part: its lane (server first) starts with the vm stage."""
     repo = fake_repo(tmp_path)
     vm_stubs(repo)
     lane_stubs(repo)
-    r, ran = check(repo, CGE_STRESS_FLAVOURS='debug')
-    assert 'server' not in ran, ran
-    assert {'solo', 'host', 'sweep', 'stress debug', 'rest end'} <= set(ran), ran
+    r, ran = check(repo, CGE_STRESS_FLAVOURS='debug', CGE_TIER=tier)
+    assert {'solo', 'host', 'sweep', 'server', 'rest end'} <= set(ran), ran
+    assert ('stress debug' in ran) == (tier == 'full'), ran
+    if tier == 'gate':
+        assert ran[0] == 'deep verify', ran
+        lane = [x for x in ran if x in ('server', 'host', 'sweep')]
+        assert lane == ['server', 'host', 'sweep'], ran
+        assert 'background builds pause' not in r.stdout
+    else:
+        assert ran.index('solo') < ran.index('host'), ran
     tsv, doc = timings(repo)
-    assert set(tsv) == {'deps', 'build', 'style', 'host', 'kunit', 'sweep',
-                        'vm', 'debug', 'debug-wait', 'prebuild-wait'}, tsv
+    assert set(tsv) == stages, tsv
     # the host's CPU over the run, from /proc/stat
     cpu = doc['cpu']
     assert cpu['cores'] == os.cpu_count(), cpu

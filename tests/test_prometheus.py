@@ -28,10 +28,11 @@ BURNERS = ('cart', 'db', 'burn.service')
 LIMIT = 0.05            # the issue's
 
 
+pytestmark = pytest.mark.only(vm_flavour=[PROM_FLAVOUR])
+
+
 @pytest.fixture(scope='module')
 def res(request, vm, vm_flavour):
-    if vm_flavour != PROM_FLAVOUR:
-        pytest.skip(f'Prometheus runs on {PROM_FLAVOUR} only')
     for cmd, package in (('prometheus', 'prometheus'),
                          ('unshare', 'util-linux'), ('ip', 'iproute2')):
         need.need(cmd, package)

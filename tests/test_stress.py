@@ -39,7 +39,7 @@ SIZES = {'debug': (5000, 20, 10, 1800, '1536M'),
 DEFAULT_SIZE = (1000, 5, 5, 600, '1G')
 SCALE = float(os.environ.get('CGE_STRESS_SCALE', 1))
 
-pytestmark = pytest.mark.vm
+pytestmark = [pytest.mark.vm, pytest.mark.deep]
 
 
 def signed_modules(tree, unsigned):
@@ -114,13 +114,12 @@ def test_debug_facilities_on(res):
         assert r['rt'], r['version']
 
 
+@pytest.mark.only(res=['debug'])
 def test_only_modules_signed_by_a_trusted_key_load(res):
     """The debug kernel enforces module signatures (MODULE_SIG_FORCE, as
     under Secure Boot): the unsigned module and one signed by a key it does
     not trust are refused; the module DKMS signed with the trusted test key
     loads: the whole stress runs on it."""
-    if res['_flavour'] != 'debug':
-        pytest.skip('signatures are enforced on the debug kernel only')
     r = ok(res, 's_signing')
     assert r['sig_enforce'] == 'Y', r
     assert res['_signers'] == {'loaded': debugkernel.KEY_SUBJECT,

@@ -351,7 +351,17 @@ class Work:
 
 
 def scenarios(funcs, ctx):
-    """Run each scenario, collect its result dict or its error, print JSON."""
+    """Run each scenario, collect its result dict or its error, print JSON.
+    CGE_SCENARIOS (comma-separated names; the gate's boots set it:
+    tests/tiers.py) runs only those, in @funcs' order; a name that is not
+    one of @funcs is an error, before any runs."""
+    only = [n for n in os.environ.get('CGE_SCENARIOS', '').split(',') if n]
+    unknown = set(only) - {f.__name__ for f in funcs}
+    if unknown:
+        raise SystemExit(f'CGE_SCENARIOS names no scenario here: '
+                         f'{", ".join(sorted(unknown))}')
+    if only:
+        funcs = [f for f in funcs if f.__name__ in only]
     results = {}
     for f in funcs:
         t0 = time.time()
