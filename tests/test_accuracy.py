@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 import drain_checks
+import tiers
 from vm import kernels
 from workload import cgwork, guest_json
 
@@ -39,8 +40,8 @@ def res(request, vm, vm_flavour, cge_ko):
     # it is a failure, not a plain boot
     assert can_nohz or vm_flavour in NO_NOHZ_FULL, vm_flavour
     boot = mode if can_nohz else 'plain'
-    r = vm.run({'run': f'/usr/bin/python3 tests/vm/guest/guest_accuracy.py '
-                f'{cge_ko} {cgwork()}'},
+    r = vm.run({'run': f'{tiers.guest_env()}/usr/bin/python3 '
+                f'tests/vm/guest/guest_accuracy.py {cge_ko} {cgwork()}'},
                flavour=vm_flavour, append=APPEND[boot], timeout=600)
     out = guest_json(r)
     out['_mode'] = mode
@@ -89,16 +90,25 @@ def test_sleeper_counts_wakeups(res):
     # Against the kernel's count of the sleeper's context switches (wait4),
     # not a rate: a loaded host starves the vCPU (72 wakeups in 2 s once).
     # Premise: 50 sleeps, 1/20 of the nominal 2 ms.
-    assert s['sleeps'] >= 50, s
-    # At most one wakeup per time it was switched in (Work.switches). At
-    # least 0.8 of its sleeps: 0.979-0.988 measured on the five kernels with
-    # and without nohz_full, 0.935-0.975 with three CPU hogs on the host's
-    # two cores, 0.937-0.972 beside another make check
-    # (tests/results/sleeper-wakeups.jsonl; a CPU that ran something else
-    # while the sleeper slept gives no wakeup from idle).
-    assert 0.8 * s['sleeps'] <= s['wakeups'] <= s['switched'] + 1, s
+    # At most one wakeup per time it was switched in (Work.switches)
+    assert s['wakeups'] <= s['switched'] + 1, s
     # a busy loop: at most one per time it was switched in (a handful)
     assert r['busy']['wakeups'] <= r['busy']['switched'] + 1, r['busy']
+
+
+@pytest.mark.deep
+def test_sleeper_wakeups_most_sleeps(res):
+    r = res['s_accuracy']
+    assert 'error' not in r, r['error']
+    s = r['sleeper']
+    # Premise: 50 sleeps, 1/20 of the nominal 2 ms. At least 0.8 of its
+    # sleeps: 0.979-0.988 measured on the five kernels with and without
+    # nohz_full, 0.935-0.975 with three CPU hogs on the host's two cores,
+    # 0.937-0.972 beside another make check
+    # (tests/results/sleeper-wakeups.jsonl; a CPU that ran something else
+    # while the sleeper slept gives no wakeup from idle).
+    assert s['sleeps'] >= 50, s
+    assert 0.8 * s['sleeps'] <= s['wakeups'], s
 
 
 def test_short_lived_processes(res):
@@ -112,6 +122,7 @@ def test_short_lived_processes(res):
 # CPU 1 tickless: not on a kernel without CONFIG_NO_HZ_FULL, where CPU 1 is
 # ticked, its kernel threads in every interval (test_engine checks 1 s
 # windows)
+@pytest.mark.deep
 @pytest.mark.only(vm_flavour=[f for f in kernels.known_flavours()
                               if f not in NO_NOHZ_FULL])
 def test_busy_time_current_at_every_interval(res):
@@ -119,16 +130,19 @@ def test_busy_time_current_at_every_interval(res):
     drain_checks.check_intervals(res)
 
 
+@pytest.mark.deep
 def test_busy_time_per_interval_against_switch_trace(res):
     # CPU 1's loop, tickless where the kernel has nohz_full, every span;
     # the ticked CPU 0's, nine spans in ten
     drain_checks.check_traced(res)
 
 
+@pytest.mark.deep
 def test_equal_loops_equal_energy_per_window(res):
     drain_checks.check_windows(res, tickless=res['_can_nohz'])
 
 
+@pytest.mark.deep
 def test_no_ipi_to_a_busy_or_idle_cpu(res):
     drain_checks.check_ipis(res)
 

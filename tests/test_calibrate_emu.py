@@ -23,7 +23,8 @@ def emu_ko(vm_flavour):
 CAL_FLAVOUR = '6.1'
 
 
-pytestmark = pytest.mark.only(vm_flavour=[CAL_FLAVOUR])
+# the deep tier's: the fit is to timed phases
+pytestmark = [pytest.mark.deep, pytest.mark.only(vm_flavour=[CAL_FLAVOUR])]
 
 
 @pytest.fixture(scope='module', params=['intel-client', 'intel-server'])

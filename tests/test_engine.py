@@ -96,7 +96,14 @@ def test_shortest_interval_keeps_its_period(res):
     # 6.12-rt with four guests on two cores.) On a quiet host all are
     # samples (99.9/s); a loaded host starves the vCPU (87/s once).
     assert want - 3 <= p['samples'] + p['overruns'] <= want + 2, p
-    assert p['samples'] >= 0.5 * want, p
+
+
+@pytest.mark.deep
+def test_shortest_interval_mostly_samples(res):
+    # how many of the due times were samples, not overruns, is the host's
+    # doing: a loaded host starves the vCPU (see above)
+    p = ok(res, 's_load_params')['period_10ms']
+    assert p['samples'] >= 0.5 * p['seconds'] * 100, p
 
 
 def test_load_and_mount(res):
@@ -108,6 +115,7 @@ def test_load_and_mount(res):
     assert r['root_mode'] == '0o440'
 
 
+@pytest.mark.deep
 def test_equal_loads_equal_energy(res):
     r = ok(res, 's_equal_pinned')
     # A loop on each CPU for the same 3 s: how much CPU time each vCPU gets
@@ -122,6 +130,7 @@ def test_equal_loads_equal_energy(res):
     assert abs(e1 - e2) <= 0.10 * max(e1, e2), r
 
 
+@pytest.mark.deep
 def test_twice_the_time_twice_the_energy(res):
     r = ok(res, 's_twice')
     x, y = r['tw_x'], r['tw_y']
@@ -275,20 +284,27 @@ def test_churn_with_reader(res):
     assert r['bytes_end'] <= r['bytes_start'] * 1.05 + 256, r
 
 
-def test_hotplug_keeps_conservation(res):
+def test_hotplug_keeps_root_terms_self_consistent(res):
     r = ok(res, 's_hotplug')
     assert r['offline_ok'] and r['online_ok']
     assert close(r['usage'], r['kernel'], 0.03, 30000), r
 
 
+def test_idle_intervals_never_oversampled(res):
+    r = ok(res, 's_quiet')
+    # the sampler samples no more often than every interval_ms (the window
+    # is measured from the first sample to the last), and a quiet drain is
+    # one of a sample's
+    assert r['samples'] <= r['window_s'] * 1000 / r['interval_ms'] + 1, r
+    assert r['quiet'] <= r['samples'], r
+
+
+@pytest.mark.deep
 def test_idle_intervals_counted_as_quiet_and_idle(res):
     r = ok(res, 's_quiet')
     # 5 s of a quiet 2-CPU guest, 100 ms intervals: the sampler keeps its
-    # period (29-30 samples in 3 s measured on every kernel) ...
+    # period (29-30 samples in 3 s measured on every kernel)
     assert r['samples'] >= 40, r
-    # ... and not more often than every interval_ms (the window is measured
-    # from the first sample to the last)
-    assert r['samples'] <= r['window_s'] * 1000 / r['interval_ms'] + 1, r
     # A CPU that stayed idle for a whole interval counts a quiet drain (no
     # drain interrupts a CPU: drain_checks.check_ipis). The CPU that runs
     # the sampler's work is never quiet, so at most one drain per sample
@@ -310,6 +326,7 @@ def test_idle_intervals_counted_as_quiet_and_idle(res):
     assert 0.95 * k <= r['idle_usec'] <= 1.10 * k, r
 
 
+@pytest.mark.deep
 def test_systime_against_proc_stat(res):
     """Interrupt, softirq and steal time at the root, against /proc/stat:
     what the kernel booked while a task ran is that task's; what it booked
@@ -359,7 +376,9 @@ def test_resume_resynchronises(res):
     assert r['resyncs'] == 1 and r['root_ok'], r
 
 
-def test_root_conservation_exact(res):
+def test_root_terms_self_consistent(res):
+    # total_uj = energy + idle + irq + softirq + steal in every read of the
+    # root: one record's terms against each other, not against a reference
     r = ok(res, 's_conservation')
     assert r['reads'] >= 200 and r['exact'] == r['reads']
     assert r['cgroup2'] == 'in_use'
@@ -399,10 +418,12 @@ def test_unload(res):
     assert r['clean_cycles'] == 3
 
 
+@pytest.mark.deep
 def test_equal_loops_equal_energy_per_window(res):
     drain_checks.check_windows(res, tickless=False)
 
 
+@pytest.mark.deep
 def test_no_ipi_to_a_busy_or_idle_cpu(res):
     drain_checks.check_ipis(res)
 

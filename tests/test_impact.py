@@ -34,9 +34,18 @@ def test_wakeups_counted(res):
     # beside another make check (tests/results/sleeper-wakeups.jsonl). A
     # busy loop: a handful.
     w, sw = r['sleeper']['wakeups'], r['switches']
-    assert sw['sleeps'] >= 50, r
-    assert 0.8 * sw['sleeps'] <= w <= sw['switched'] + 1, r
+    assert w <= sw['switched'] + 1, r
     assert r['busy']['wakeups'] / secs <= 5, r
+
+
+@pytest.mark.deep
+def test_wakeups_most_sleeps(res):
+    # the lower bound of test_wakeups_counted: how many sleeps end in a
+    # wakeup from idle depends on what else the host runs
+    r = ok(res, 's_split_impact')
+    w, sw = r['sleeper']['wakeups'], r['switches']
+    assert sw['sleeps'] >= 50, r
+    assert 0.8 * sw['sleeps'] <= w, r
 
 
 @pytest.mark.parametrize('scenario', ['s_split_impact', 's_split_time'])
@@ -48,12 +57,14 @@ def test_impact_follows_formula(res, scenario, who):
     assert abs(s['impact_usec'] - want) <= 1, s
 
 
+@pytest.mark.deep
 def test_split_impact_charges_wakeups(res):
     r = ok(res, 's_split_impact')
     ratio = per_usec(r['sleeper_delta']) / per_usec(r['busy_delta'])
     assert ratio >= 1.2, (ratio, r)
 
 
+@pytest.mark.deep
 def test_split_time_charges_time(res):
     r = ok(res, 's_split_time')
     ratio = per_usec(r['sleeper_delta']) / per_usec(r['busy_delta'])
@@ -72,6 +83,9 @@ def test_background_weighted(res):
     assert abs(s['impact_usec'] - want) <= 2, s
 
 
+# Deep: its premise, 20 wakeups after the change, is the sleeper's time
+# left after the freeze and the settles, which a starved guest shortens.
+@pytest.mark.deep
 def test_coefficient_change_applies_later(res):
     r = ok(res, 's_coefficient_change')
     b, a, again = r['before'], r['after'], r['again']

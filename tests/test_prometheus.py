@@ -28,7 +28,8 @@ BURNERS = ('cart', 'db', 'burn.service')
 LIMIT = 0.05            # the issue's
 
 
-pytestmark = pytest.mark.only(vm_flavour=[PROM_FLAVOUR])
+# the deep tier's: Prometheus's scrapes and rate() are timed
+pytestmark = [pytest.mark.deep, pytest.mark.only(vm_flavour=[PROM_FLAVOUR])]
 
 
 @pytest.fixture(scope='module')

@@ -37,6 +37,11 @@ PROFILES = {
 }
 MACHINE = ('cpu_model', 'cpus', 'sockets', 'dies', 'threads', 'append',
            'suspend')
+# The gate boots the Intel client on every kernel: detection, the ledger's
+# conservation to the µJ, wraps, suspend and resume, failing reads. The
+# server and AMD parts, and the checks whose premise is a busy loop filling
+# a window, are the deep tier's.
+pytestmark = pytest.mark.gate_only(hw=['intel-client'])
 
 
 @pytest.fixture(scope='module')
@@ -118,6 +123,7 @@ def test_wraps_lose_nothing(hw):
     assert r['module_uj'] == r['hw_uj'] and r['conserved'], r
 
 
+@pytest.mark.deep
 @pytest.mark.only(hw=['intel-client', 'intel-server'])
 def test_energy_of_the_package_it_ran_on(hw):
     profile, res = hw
@@ -171,6 +177,7 @@ def test_cpu_online_after_load_joins_its_package(hw):
     assert 0.9 * pk['1'] <= r['cg_uj'] <= pk['1'], r
 
 
+@pytest.mark.deep
 @pytest.mark.only(hw=['intel-client'])
 def test_platform_energy_shared_by_all_packages(hw):
     r = ok(_only('intel-client', hw), 's_psys')

@@ -184,7 +184,7 @@ def test_hotplug_loops(res):
     assert r['readers']['bad_conservation'] == 0, r['readers']
 
 
-def test_conservation_exact_at_the_end(res):
+def test_root_terms_self_consistent_at_the_end(res):
     r = ok(res, 's_final')
     assert r['exact'] == r['reads'], r['root']
     q = r['quiet']

@@ -276,9 +276,11 @@ def get_param(name):
 SYS_KINDS = ('irq', 'softirq', 'steal')
 
 
-def conservation_ok(s):
+def root_terms_add_up(s):
     """The root's energy, every unit somewhere: tasks, interrupts,
-    softirqs, steal, idle."""
+    softirqs, steal, idle. A self-consistency check: the five terms come
+    from one read of the module's own root record; the emulator's ledger
+    (test_rapl_emu) is the reference for the total."""
     return s['total_uj'] == (s['energy_uj'] + s['idle_uj'] +
                              sum(s[f'{k}_uj'] for k in SYS_KINDS))
 
@@ -350,18 +352,12 @@ class Work:
         return {'sleeps': ru.ru_nvcsw, 'switched': ru.ru_nvcsw + ru.ru_nivcsw}
 
 
-def scenarios(funcs, ctx):
+def scenarios(funcs, ctx, deep_only=()):
     """Run each scenario, collect its result dict or its error, print JSON.
-    CGE_SCENARIOS (comma-separated names; the gate's boots set it:
-    tests/tiers.py) runs only those, in @funcs' order; a name that is not
-    one of @funcs is an error, before any runs."""
-    only = [n for n in os.environ.get('CGE_SCENARIOS', '').split(',') if n]
-    unknown = set(only) - {f.__name__ for f in funcs}
-    if unknown:
-        raise SystemExit(f'CGE_SCENARIOS names no scenario here: '
-                         f'{", ".join(sorted(unknown))}')
-    if only:
-        funcs = [f for f in funcs if f.__name__ in only]
+    In the gate's boots (CGE_TIER=gate: tests/tiers.py), the scenarios of
+    @deep_only, which only the deep tier's tests read, do not run."""
+    if os.environ.get('CGE_TIER') == 'gate':
+        funcs = [f for f in funcs if f not in deep_only]
     results = {}
     for f in funcs:
         t0 = time.time()

@@ -13,7 +13,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1].parent))
 from vm.harness import SUSPEND_CYCLE  # noqa: E402
 
-from common import (LOOP_MAX_S, Work, conservation_ok, dmesg,
+from common import (LOOP_MAX_S, Work, root_terms_add_up, dmesg,
                     housekeeping_on_cpu0, info, insmod, mkcg, mount_en,
                     next_sample, rmmod, running, scenarios, sh, stat,
                     umount_en, usage_at)
@@ -192,7 +192,7 @@ def s_conservation_hw(ctx):
             s = next_sample(extra=truth)
             root = s['stat']['']
             diffs.append(headline_uj(s['extra']) - root['total_uj'])
-            conserved.append(conservation_ok(root))
+            conserved.append(root_terms_add_up(root))
             n += 1
             if n % 5 == 0:
                 mkcg(f'hw/c{n}')
@@ -267,7 +267,7 @@ def s_wrap(ctx):
             'max_step': round(max(steps) / (1 << 32), 3),
             'module_uj': rb['total_uj'] - ra['total_uj'],
             'hw_uj': headline_uj(tb) - headline_uj(ta),
-            'conserved': conservation_ok(rb)}
+            'conserved': root_terms_add_up(rb)}
 
 
 def s_packages(ctx):
@@ -496,7 +496,7 @@ def s_suspend(ctx):
             a['info']['counter_resyncs'],
             'module_uj': delta(a, b, '', 'total_uj'),
             'hw_uj': seen(tb) - seen(ta),
-            'conserved': conservation_ok(b['stat'][''])}
+            'conserved': root_terms_add_up(b['stat'][''])}
 
 
 def s_end(ctx):

@@ -36,7 +36,7 @@ import threading
 import time
 from pathlib import Path
 
-from common import (CG, EN, PARAMS, conservation_ok, cpu_usage, dmesg, info,
+from common import (CG, EN, PARAMS, root_terms_add_up, cpu_usage, dmesg, info,
                     insmod, kv, main_args, mkcg, mount_en, rmmod, scenarios,
                     settle, stat, umount_en, wait_records)
 
@@ -259,7 +259,7 @@ class Readers:
                         s = kv(p)
                         self.reads += 1
                         if f == 'energy.stat' and 'total_uj' in s \
-                                and not conservation_ok(s):
+                                and not root_terms_add_up(s):
                             self.bad.append(s)
                     except OSError as e:        # removed under us
                         self.errors[e.strerror] += 1
@@ -540,7 +540,7 @@ def s_churn(ctx):
             'readers': readers, 'params': params, 'info': info(),
             'usage': stat('churn')['usage_usec'],
             'kernel': cpu_usage('churn'),
-            'root_ok': conservation_ok(stat())}
+            'root_ok': root_terms_add_up(stat())}
 
 
 def s_reload(ctx):
@@ -558,7 +558,7 @@ def s_reload(ctx):
             storm = stat('storm') if (EN / 'storm').is_dir() else {}
             umount_en()
             rmmod()
-            cycles.append({'ok': conservation_ok(s),
+            cycles.append({'ok': root_terms_add_up(s),
                            'storm_usage': storm.get('usage_usec', 0),
                            'seconds': round(time.time() - t0, 2)})
         runs = st.runs
@@ -577,10 +577,10 @@ def s_hotplug(ctx):
         for _ in range(N_HOTPLUG):
             write(CPU1, 0)
             time.sleep(0.3)
-            oks.append(conservation_ok(stat()))
+            oks.append(root_terms_add_up(stat()))
             write(CPU1, 1)
             time.sleep(0.3)
-            oks.append(conservation_ok(stat()))
+            oks.append(root_terms_add_up(stat()))
         readers = rd.summary()
     settle()
     return {'cycles': N_HOTPLUG, 'conservation': oks,
@@ -593,7 +593,7 @@ def s_final(ctx):
     subprocess.run([CGWORK, '-c', str(CG / 'quiet'), 'busy', '1'], check=True)
     settle()
     reads = [stat() for _ in range(50)]
-    return {'exact': sum(map(conservation_ok, reads)), 'reads': len(reads),
+    return {'exact': sum(map(root_terms_add_up, reads)), 'reads': len(reads),
             'root': reads[-1], 'quiet': {'ours': stat('quiet')['usage_usec'],
                                          'kernel': cpu_usage('quiet')},
             'info': info()}
