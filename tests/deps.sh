@@ -8,9 +8,10 @@
 # guest with or without our module (tests/vm/repro/mttcg-int3/README.md has
 # both versions' figures).  On Debian 12 (VERSION_CODENAME=bookworm in
 # /etc/os-release) it comes from bookworm-backports, whose apt source is added
-# if `apt-cache policy` shows no source for that suite; on any other release
-# it comes from the release's own suites, and an installed QEMU older than
-# 10.0 is an error.
+# if `apt-cache policy` shows no source for that suite (with the URI of the
+# archive that apt's sources name for bookworm); on any other release it
+# comes from the release's own suites, and an installed QEMU older than 10.0
+# is an error.
 set -eu
 
 # libmicrohttpd-dev: energystat --listen's HTTP server, GNU libmicrohttpd, a
@@ -91,11 +92,42 @@ has_bpo() {
 	apt-cache policy | grep -Eq \
 		'^[[:space:]]*release .*[ ,][an]=bookworm-backports(,|$)'
 }
+# The URI of Debian's archive as apt's sources name it, by the rule of
+# tests/vm/archive.py (python3 may not be installed yet): CGE_ARCHIVE, else
+# the first deb source of suite $1, else of $1-updates, else of $1-backports.
+archive_uri() {
+	if [ -n "${CGE_ARCHIVE:-}" ]; then
+		echo "$CGE_ARCHIVE"
+		return
+	fi
+	# shellcheck disable=SC2016 # apt's format fields, not the shell's
+	apt-get indextargets --no-release-info \
+		--format '$(TARGET_OF) $(RELEASE) $(REPO_URI)' |
+		awk -v c="$1" '$1 == "deb" && !($2 in u) && $3 !~ /^cdrom:/ {
+			u[$2] = $3
+		}
+		END {
+			n = split(c " " c "-updates " c "-backports", s, " ")
+			for (i = 1; i <= n; i++)
+				if (s[i] in u) {
+					sub(/\/$/, "", u[s[i]])
+					print u[s[i]]
+					exit
+				}
+		}'
+}
 if [ $qemu_ok = 0 ] && [ "$codename" = bookworm ] && ! has_bpo; then
+	uri=$(archive_uri bookworm)
+	if [ -z "$uri" ]; then
+		echo "cgroup-energy: apt's sources name no Debian archive for" \
+			"bookworm (nor -updates, -backports) to add" \
+			"bookworm-backports from; set CGE_ARCHIVE to its URI" >&2
+		exit 1
+	fi
 	echo "cgroup-energy: adding bookworm-backports to apt's sources ($BPO)"
 	cat >"$BPO" <<SRC
 Types: deb
-URIs: http://deb.debian.org/debian
+URIs: $uri
 Suites: bookworm-backports
 Components: main
 Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg

@@ -618,12 +618,22 @@ def test_interrupted_run_stops_the_debug_build(tmp_path, stages):
 STUB = '#!/bin/sh\necho "$(basename "$0") $*" >> "$CALLS"\n'
 
 
-def deps(tmp_path, codename, qemu, policy='', apt_get=':', want='install'):
+# apt-get indextargets' lines as deps.sh asks for them (type, suite, URI)
+TARGETS = ('deb bookworm-security http://mirror.example/debian-security/\n'
+           'deb-src bookworm http://src.mirror.example/debian/\n'
+           'deb bookworm-updates http://updates.mirror.example/debian/\n'
+           'deb bookworm http://mirror.example/debian/\n')
+
+
+def deps(tmp_path, codename, qemu, policy='', apt_get=':', want='install',
+         targets=TARGETS, env=None):
     """deps.sh with /etc/os-release and its apt source file redirected into
     tmp_path, every package but QEMU installed (dpkg's want: want), QEMU at
     version qemu,
-    apt-cache policy printing policy, apt-get running the shell code apt_get
-    and sleep doing nothing; returns (result, calls, source)."""
+    apt-cache policy printing policy, apt-get indextargets printing targets,
+    other apt-get commands running the shell code apt_get and sleep doing
+    nothing, CGE_ARCHIVE unset unless env sets it; returns (result, calls,
+    source)."""
     b = tmp_path / 'bin'
     b.mkdir()
     os_release = tmp_path / 'os-release'
@@ -641,7 +651,8 @@ def deps(tmp_path, codename, qemu, policy='', apt_get=':', want='install'):
                       '*) echo "$QV" ;; esac ;; '
                       '*) echo "$WANT ok installed" ;; esac',
         'id': 'echo 0',
-        'apt-get': apt_get,
+        'apt-get': 'case "$1" in indextargets) printf "%s" "$TARGETS"; '
+                   f'exit 0 ;; esac\n{apt_get}',
         'sleep': ':',
         'apt-cache': 'printf "%s\\n" "$POLICY"',
     }
@@ -649,14 +660,17 @@ def deps(tmp_path, codename, qemu, policy='', apt_get=':', want='install'):
         (b / name).write_text(STUB + body + '\n')
         (b / name).chmod(0o755)
     calls = tmp_path / 'calls'
-    env = dict(os.environ, PATH=f'{b}:{os.environ["PATH"]}', QV=qemu,
-               POLICY=policy, CALLS=str(calls), WANT=want)
-    r = subprocess.run(['/bin/sh', str(tmp_path / 'deps.sh')], env=env,
+    environ = dict(os.environ, PATH=f'{b}:{os.environ["PATH"]}', QV=qemu,
+                   POLICY=policy, CALLS=str(calls), WANT=want,
+                   TARGETS=targets)
+    environ.pop('CGE_ARCHIVE', None)
+    environ.update(env or {})
+    r = subprocess.run(['/bin/sh', str(tmp_path / 'deps.sh')], env=environ,
                        capture_output=True, text=True, timeout=30)
     return r, (calls.read_text().splitlines() if calls.exists() else []), src
 
 
-BPO_POLICY = (' 100 http://deb.debian.org/debian bookworm-backports/main '
+BPO_POLICY = (' 100 http://mirror.example/debian bookworm-backports/main '
               'amd64 Packages\n     release o=Debian Backports,'
               'a=oldstable-backports,n=bookworm-backports,l=Debian Backports,'
               'c=main,b=amd64')
@@ -685,9 +699,44 @@ def test_deps_bookworm_adds_backports_when_policy_lacks_it(tmp_path):
                                                    'bookworm-updates'))
     # The stubbed install leaves 7.2: deps.sh says so and fails.
     assert r.returncode == 1 and 'QEMU >= 10.0 is needed' in r.stderr
-    assert 'Suites: bookworm-backports' in src.read_text()
+    # the archive of apt's first deb source for bookworm, without the
+    # trailing / that apt adds
+    assert 'URIs: http://mirror.example/debian\nSuites: bookworm-backports\n' \
+        in src.read_text()
     assert calls.count('apt-get update -q') == 2
     assert any('-t bookworm-backports qemu-system-x86' in c for c in calls)
+
+
+@pytest.mark.parametrize('targets, env, want', [
+    # no source for bookworm itself: its -updates' archive
+    (TARGETS.replace('deb bookworm ', 'deb-src bookworm '), None,
+     'http://updates.mirror.example/debian'),
+    # CGE_ARCHIVE comes before apt's sources
+    (TARGETS, {'CGE_ARCHIVE': 'http://other.example/debian'},
+     'http://other.example/debian'),
+])
+def test_deps_backports_source_takes_the_archive(tmp_path, targets, env,
+                                                 want):
+    policy = BPO_POLICY.replace('bookworm-backports', 'bookworm-updates')
+    r, calls, src = deps(tmp_path, 'bookworm', '1:7.2+dfsg-7', policy=policy,
+                         targets=targets, env=env)
+    assert f'URIs: {want}\n' in src.read_text()
+
+
+def test_deps_without_an_archive_source_adds_none(tmp_path):
+    # only the security archive and a third-party suite: nothing to add
+    # bookworm-backports from, and so no QEMU 10.0
+    policy = BPO_POLICY.replace('bookworm-backports', 'bookworm-updates')
+    targets = ('deb bookworm-security http://mirror.example/debian-security/\n'
+               'deb stable http://vendor.example/apt/\n')
+    r, calls, src = deps(tmp_path, 'bookworm', '1:7.2+dfsg-7', policy=policy,
+                         targets=targets)
+    assert r.returncode == 1
+    assert "apt's sources name no Debian archive for bookworm" in r.stderr
+    assert 'set CGE_ARCHIVE' in r.stderr
+    assert not src.exists()
+    assert calls.count('apt-get update -q') == 1
+    assert not [c for c in calls if c.startswith('apt-get install')]
 
 
 def test_deps_bookworm_keeps_existing_backports(tmp_path):

@@ -61,11 +61,19 @@ class NoApt:
         raise AssertionError(f'apt asked: {args}')
 
 
+MIRROR = 'http://mirror.example/debian'
+SECURITY = 'http://mirror.example/debian-security'
+
+
 @pytest.fixture(autouse=True)
 def fresh(monkeypatch, tmp_path):
-    """An empty cache and no choice remembered from an earlier test."""
+    """An empty cache, no choice remembered from an earlier test, and
+    Debian's archives where the host's apt sources do not matter."""
     monkeypatch.setenv('CGE_CACHE', str(tmp_path / 'cache'))
     monkeypatch.setattr(kernels, '_chosen', {})
+    monkeypatch.setenv('CGE_ARCHIVE', MIRROR)
+    monkeypatch.setenv('CGE_SECURITY_ARCHIVE', SECURITY)
+    monkeypatch.delenv('CGE_SID_MIRROR', raising=False)
 
 
 def _pin(flavour):
@@ -124,10 +132,11 @@ def test_old_release_apt_has_its_own_sources_and_lists(monkeypatch):
                     '-o', f'Dir::State::status={d / "status"}',
                     'policy', 'linux-image-amd64']]
     k = '[signed-by=/usr/share/keyrings/debian-archive-keyring.gpg]'
+    # the archives' URIs are those archive.py finds (here CGE_ARCHIVE and
+    # CGE_SECURITY_ARCHIVE, from fresh())
     assert (d / 'sources.list').read_text() == (
-        f'deb {k} http://deb.debian.org/debian bullseye main\n'
-        f'deb {k} http://deb.debian.org/debian-security bullseye-security '
-        'main\n')
+        f'deb {k} {MIRROR} bullseye main\n'
+        f'deb {k} {SECURITY} bullseye-security main\n')
     assert (d / 'status').read_text() == ''
     assert apt.lists() == d / 'lists' and apt.stamp().parent == d
 
@@ -264,7 +273,7 @@ def test_lists_age_is_when_apt_wrote_them(monkeypatch, tmp_path):
     just now from a mirror pushed 5 h ago is fresh, not 5 h old."""
     apt = kernels.Apt()
     monkeypatch.setattr(apt, 'lists', lambda: tmp_path)
-    packages = tmp_path / 'deb.debian.org_debian_dists_bookworm_main_binary-amd64_Packages.lz4'
+    packages = tmp_path / 'mirror.example_debian_dists_bookworm_main_binary-amd64_Packages.lz4'
     packages.touch()
     os.utime(packages, (time.time() - 5 * 3600,) * 2)
     assert apt.age() < 60
@@ -449,8 +458,7 @@ def test_experimental_asks_the_chroot_apt_for_its_suite(monkeypatch):
     release (its Release file says NotAutomatic)."""
     ch = sid.chroot_dir()
     (ch / 'etc/apt').mkdir(parents=True)
-    (ch / 'etc/apt/sources.list').write_text(
-        'deb http://deb.debian.org/debian sid main\n')
+    (ch / 'etc/apt/sources.list').write_text(f'deb {MIRROR} sid main\n')
     sid.APT_SID.stamp().touch()
     (ch / 'var/lib/apt/lists').mkdir(parents=True)
     (ch / 'var/lib/apt/lists/x_sid_main_binary-amd64_Packages').touch()
@@ -465,8 +473,7 @@ def test_experimental_asks_the_chroot_apt_for_its_suite(monkeypatch):
                     'depends', 'linux-headers-amd64'],
                    ['apt-cache', 'depends', 'linux-headers-amd64']]
     assert (ch / 'etc/apt/sources.list').read_text() == (
-        'deb http://deb.debian.org/debian sid main\n'
-        'deb http://deb.debian.org/debian experimental main\n')
+        f'deb {MIRROR} sid main\ndeb {MIRROR} experimental main\n')
     # the lists lack the new suite: the next query finds them stale
     assert sid.APT_SID.age() == float('inf')
     assert kernels.FLAVOURS['experimental'] and \

@@ -48,8 +48,9 @@ from pathlib import Path
 from urllib.parse import unquote
 
 try:
-    from . import pins
+    from . import archive, pins
 except ImportError:                       # run as a script
+    import archive
     import pins
 
 # flavour -> (meta package, version prefix of the kernel release)
@@ -364,20 +365,29 @@ class OldApt(Apt):
     flavour): the host's apt with a sources list, lists and archive cache of
     its own under $CGE_CACHE/apt-<suite>/, and an empty dpkg status (it only
     queries and downloads). The host's debian-archive-keyring holds the
-    release's keys."""
+    release's keys.  suites are the sources' suites (component main): a
+    -security one from Debian's security archive, the others from its main
+    archive, both where the host's apt sources name them (archive.py)."""
 
-    def __init__(self, suite, sources):
+    def __init__(self, suite, suites):
         super().__init__()
         self.suite = suite
         self.where = f'the {suite} apt'
-        self.sources = sources
+        self.suites = suites
+
+    def sources_text(self):
+        try:
+            return ''.join(f'deb {KEYRING} {archive_of(s)} {s} main\n'
+                           for s in self.suites)
+        except archive.ArchiveError as e:
+            raise KernelError(f'{self.where}: {e}') from None
 
     def base(self):
         d = cache_dir() / f'apt-{self.suite}'
         for sub in ('lists/partial', 'archives/partial'):
             (d / sub).mkdir(parents=True, exist_ok=True)
         src = d / 'sources.list'
-        text = ''.join(f'deb {line}\n' for line in self.sources)
+        text = self.sources_text()
         if not src.exists() or src.read_text() != text:
             src.write_text(text)
         (d / 'status').touch()
@@ -399,13 +409,20 @@ class OldApt(Apt):
         return self.base() / '.apt-update.stamp'
 
 
-MIRROR = 'http://deb.debian.org/debian'
+def archive_of(suite):
+    """The URI of the Debian archive that serves suite, as the host's apt
+    sources name it (archive.py): the security archive for a -security
+    suite, else the main archive."""
+    if suite.endswith('-security'):
+        return archive.security_uri()
+    return archive.main_uri()
+
+
 KEYRING = '[signed-by=/usr/share/keyrings/debian-archive-keyring.gpg]'
-# Debian 11's kernel updates come from its security archive. (When Debian
-# moves bullseye to archive.debian.org, these lines move with it.)
-OLD = {'5.10': OldApt('bullseye', [
-    f'{KEYRING} {MIRROR} bullseye main',
-    f'{KEYRING} {MIRROR}-security bullseye-security main'])}
+# Debian 11's kernel updates come from its security archive.  (When Debian
+# moves bullseye to its archive of old releases, this apt's sources must name
+# that archive instead.)
+OLD = {'5.10': OldApt('bullseye', ['bullseye', 'bullseye-security'])}
 
 
 def apt_of(flavour):

@@ -12,7 +12,8 @@ holds; the directory name is their hash):
 
 1. `debootstrap --variant=minbase bookworm` with systemd-sysv, udev and dbus
    (a root of Debian's packages only; its apt sources are bookworm,
-   -updates, -security and -backports, as on a server).
+   -updates, -security and -backports, as on a server, from the archives
+   that the host's apt sources name, archive.py, or CGE_SERVER_MIRROR).
 2. In that root, with its own apt: the 6.1 kernel and its headers at
    kernels.lock's versions (kernel_pins()), dkms (with gcc and make, which it depends on),
    grub-pc, and Debian 11's 5.10 kernel (bullseye-security) without headers (as on a server
@@ -55,13 +56,19 @@ import time
 from pathlib import Path
 
 try:
-    from . import harness, kernels, pins
+    from . import archive, harness, kernels, pins
 except ImportError:                       # run as a script
+    import archive
     import harness
     import kernels
     import pins
 
-MIRROR = os.environ.get('CGE_SERVER_MIRROR', 'http://deb.debian.org/debian')
+# Debian's archives as the host's apt sources name them (archive.py), or
+# CGE_SERVER_MIRROR and its -security.  Read on import: the recipe's texts
+# hold them.
+MIRROR = os.environ.get('CGE_SERVER_MIRROR') or archive.main_uri()
+SECURITY = (f'{MIRROR}-security' if os.environ.get('CGE_SERVER_MIRROR')
+            else archive.security_uri())
 SUITE = 'bookworm'
 # The kernels of the image, by their kernels.lock flavour: the one it boots
 # first (installed with headers), the one installed in the guest, the one
@@ -87,7 +94,7 @@ Components: main
 Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 
 Types: deb
-URIs: {MIRROR}-security
+URIs: {SECURITY}
 Suites: {SUITE}-security
 Components: main
 Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
@@ -95,7 +102,7 @@ Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 # Only while the image is built: where Debian 11's kernel comes from.
 OLD_SOURCES = f"""\
 Types: deb
-URIs: {MIRROR}-security
+URIs: {SECURITY}
 Suites: bullseye-security
 Components: main
 Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg

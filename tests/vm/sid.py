@@ -52,11 +52,11 @@ import time
 from pathlib import Path
 
 try:
-    from . import kernels
+    from . import archive, kernels
 except ImportError:                       # run as a script
+    import archive
     import kernels
 
-MIRROR = os.environ.get('CGE_SID_MIRROR', 'http://deb.debian.org/debian')
 APT = ['apt-get', '-q', '-y', '-o', 'Acquire::Check-Valid-Until=false',
        '-o', 'APT::Sandbox::User=root', '--no-install-recommends']
 BASE_PKGS = ['make', 'gcc', 'libc6-dev', 'kmod', 'xz-utils']
@@ -72,6 +72,15 @@ class SidError(kernels.KernelError):
 
 def log(msg):
     print(f'sid: {msg}', file=sys.stderr, flush=True)
+
+
+def mirror():
+    """Where debootstrap and the chroot's apt fetch from: CGE_SID_MIRROR,
+    else Debian's archive as the host's apt sources name it (archive.py)."""
+    try:
+        return os.environ.get('CGE_SID_MIRROR') or archive.main_uri()
+    except archive.ArchiveError as e:
+        raise SidError(str(e)) from None
 
 
 def sid_dir():
@@ -143,13 +152,14 @@ def make_chroot():
             shutil.rmtree(stale, ignore_errors=True)
         if ch.exists():
             shutil.rmtree(ch)
+        uri = mirror()
         t0 = time.monotonic()
         tmp = Path(tempfile.mkdtemp(prefix='.chroot.tmp', dir=sid_dir()))
         tmp.chmod(0o755)
-        log(f'debootstrap --variant=minbase sid {tmp} {MIRROR}')
+        log(f'debootstrap --variant=minbase sid {tmp} {uri}')
         r = subprocess.run(['nice', '-n', '19', 'debootstrap',
                             '--variant=minbase', f'--include={",".join(BASE_PKGS)}',
-                            'sid', str(tmp), MIRROR],
+                            'sid', str(tmp), uri],
                            capture_output=True, text=True)
         if r.returncode != 0:
             log_tail = (tmp / 'debootstrap/debootstrap.log')
@@ -169,7 +179,8 @@ def make_chroot():
 
 
 def _sources_text():
-    return ''.join(f'deb {MIRROR} {suite} main\n'
+    uri = mirror()
+    return ''.join(f'deb {uri} {suite} main\n'
                    for suite in dict.fromkeys(SUITES.values()))
 
 

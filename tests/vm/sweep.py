@@ -18,8 +18,9 @@ archive no longer has gives way to the series' newest at its exact
 versions, said in one line on stderr and in the Result (pinned False).
 
 Each suite has an apt of its own (kernels.OldApt: sources, lists and archive
-cache under $CGE_CACHE/apt-<suite>/, Debian 12's archive keyring); bullseye's
-is the 5.10 flavour's.  The headers are unpacked into
+cache under $CGE_CACHE/apt-<suite>/, Debian 12's archive keyring, the archive
+that the host's apt sources name, archive.py); bullseye's is the 5.10
+flavour's.  The headers are unpacked into
 $CGE_CACHE/sweep/<suite>/<kver>/root/ (kernels.unpack).
 
 Compilers: each kernel is built with the gcc its headers name
@@ -65,21 +66,17 @@ HEADER = """\
 # version of each headers package (tests/vm/pins.py's format).
 # Written by `make kernels-update`; commit it when `make check` is green.
 """
-M, K = kernels.MIRROR, kernels.KEYRING
 SUITES = {
     'bullseye': kernels.OLD['5.10'],
     'bookworm': kernels.OldApt('bookworm', [
-        f'{K} {M} bookworm main', f'{K} {M} bookworm-updates main',
-        f'{K} {M}-security bookworm-security main']),
+        'bookworm', 'bookworm-updates', 'bookworm-security']),
     'bookworm-backports': kernels.OldApt('bookworm-backports', [
-        f'{K} {M} bookworm-backports main']),
+        'bookworm-backports']),
     'trixie': kernels.OldApt('trixie', [
-        f'{K} {M} trixie main', f'{K} {M} trixie-updates main',
-        f'{K} {M}-security trixie-security main']),
-    'forky': kernels.OldApt('forky', [f'{K} {M} forky main']),
-    'sid': kernels.OldApt('sid', [f'{K} {M} sid main']),
-    'experimental': kernels.OldApt('experimental', [
-        f'{K} {M} experimental main']),
+        'trixie', 'trixie-updates', 'trixie-security']),
+    'forky': kernels.OldApt('forky', ['forky']),
+    'sid': kernels.OldApt('sid', ['sid']),
+    'experimental': kernels.OldApt('experimental', ['experimental']),
 }
 # a headers series: the meta package, or a release candidate's own package
 SERIES = re.compile(r'linux-headers-((?:\d+\.\d+-)?(?:cloud-|rt-)?amd64)')
