@@ -240,17 +240,21 @@ def smp_option(cpus, sockets=1, dies=1, threads=1):
 
 def qemu_command(k, initrd, rundir, cpus, mem, append, cpu_model='max',
                  sockets=1, dies=1, threads=1, cpu_flags=CPU_FLAGS,
-                 monitor_path=None, qemu_args=()):
+                 monitor_path=None, qemu_args=(), tcg_single=False):
     """@cpu_model: QEMU's -cpu (the RAPL tests use models whose vendor and
     model the module's detection accepts), with @cpu_flags (CPU_FLAGS);
     @sockets, @dies, @threads: the topology the @cpus are spread over
     (smp_option); @monitor_path: a socket for QEMU's human monitor;
-    @qemu_args: more of QEMU's arguments (make bench's -plugin)."""
+    @qemu_args: more of QEMU's arguments (make bench's -plugin);
+    @tcg_single: one host thread runs every vCPU (thread=single), where no
+    vCPU can run code another has patched since it was translated
+    (tests/vm/repro/mttcg-int3/)."""
     cmdline = f'{BOOT_ARGS} cge_init={GUEST_INIT} {append}'.strip()
     smp = smp_option(cpus, sockets, dies, threads)
     mon = (['-monitor', f'unix:{monitor_path},server=on,wait=off']
            if monitor_path else [])
-    return [QEMU, '-machine', 'q35', '-accel', 'tcg', *mon,
+    accel = 'tcg,thread=single' if tcg_single else 'tcg'
+    return [QEMU, '-machine', 'q35', '-accel', accel, *mon,
             '-cpu', cpu_option(cpu_model, cpu_flags),
             '-smp', smp, '-m', str(mem), '-no-reboot', '-nographic',
             '-nodefaults', '-serial', 'stdio',
@@ -337,10 +341,10 @@ def boot_deadline(flavour):
 def run_vm(flavour, commands, timeout=300, cpus=2, mem='1G', append='',
            echo=False, cpu_model='max', sockets=1, dies=1, threads=1,
            suspend=False, cpu_flags=CPU_FLAGS, hold_tracepoints=True,
-           qemu_args=()):
+           qemu_args=(), tcg_single=False):
     """Boot flavour once, run commands in order; returns VMResult.
-    @cpu_model, @sockets, @dies, @threads, @cpu_flags, @qemu_args: see
-    qemu_command.
+    @cpu_model, @sockets, @dies, @threads, @cpu_flags, @qemu_args,
+    @tcg_single: see qemu_command.
     @hold_tracepoints: before the commands, the guest enables the trace
     events of the tracepoints the module hooks (sched_switch,
     cgroup_attach_task, cgroup_rmdir) with tracing_on 0, so that loading
@@ -367,7 +371,7 @@ def run_vm(flavour, commands, timeout=300, cpus=2, mem='1G', append='',
                         f'insmod {build.build_external(KEEP9P, flavour)}'))
     hw = {'cpu_model': cpu_model, 'sockets': sockets, 'dies': dies,
           'threads': threads, 'cpu_flags': cpu_flags,
-          'qemu_args': tuple(qemu_args)}
+          'qemu_args': tuple(qemu_args), 'tcg_single': tcg_single}
     res = _boot(k, initrd, cmds, flavour, timeout, cpus, mem, append, echo,
                 hw, hold_tracepoints)
     abort = _qemu_abort_before_init(res)

@@ -148,12 +148,29 @@ def unload():
     rmmod()
 
 
+def held_events():
+    """The hooked tracepoints' trace events enabled before the module
+    loads, at the top level or in an instance (the harness's hold): with
+    none, loading the module adds the only probe and patches kernel
+    text."""
+    t = Path('/sys/kernel/tracing')
+    held = []
+    for d in [t, *sorted(t.glob('instances/*'))]:
+        for ev in ('sched/sched_switch', 'cgroup/cgroup_attach_task',
+                   'cgroup/cgroup_rmdir'):
+            f = d / 'events' / ev / 'enable'
+            if f.exists() and f.read_text().strip() != '0':
+                held.append(str(f.relative_to(t)))
+    return held
+
+
 def s_detect(ctx):
     """Detection ran unchanged on the QEMU CPU model and found the
     profile's domains."""
     sh('mountpoint -q /sys/kernel/debug || '
        'mount -t debugfs debugfs /sys/kernel/debug')
     sh('dmesg -C')
+    held = held_events()
     load()
     time.sleep(0.5)
     i = info()
@@ -164,7 +181,8 @@ def s_detect(ctx):
                      'units': {k[len('unit_esu_'):]: v for k, v in i.items()
                                if k.startswith('unit_esu_')}},
             'keys': sorted(stat()), 'truth': sorted(
-                f'{p} {d}' for p, d in truth()), 'log': log}
+                f'{p} {d}' for p, d in truth()), 'log': log,
+            'held_events': held}
 
 
 # s_conservation_hw's reads: at least this many, and for 5 s at least. (In
