@@ -85,6 +85,15 @@ if [ -n "$unknown" ]; then
 		"valid stages: $ALL_STAGES" >&2
 	exit 2
 fi
+case " $STAGES " in
+*" debug "*)
+	if [ "$CGE_TIER" = gate ]; then
+		echo "check: the debug stage is the deep tier's:" \
+			"CGE_TIER=full (make check-full)" >&2
+		exit 2
+	fi
+	;;
+esac
 if [ -z "$STAGES" ]; then
 	echo "check: CGE_STAGES names no stage; valid stages: $ALL_STAGES" >&2
 	exit 2
@@ -117,7 +126,7 @@ VM_SOLO="tests/test_accuracy.py tests/test_bench.py tests/test_calibrate_emu.py
 	tests/test_prometheus.py"
 [ "$CGE_TIER" = full ] || VM_SOLO=""
 # The vm stage's tests whose checks are outputs and not timing (the harness's
-# own, the DKMS install): with a lane, they run in it at nice 10, after its
+# own, the DKMS install): with a lane, they run in it, after its
 # sweep stage and before its debug stage ("vm-lane" in the timings), so that
 # they leave the vm stage's second part, make check's longest path; without
 # one, in that part.
@@ -249,7 +258,7 @@ bg_resume() {
 	rm -f "$PAUSE" "$PAUSE.idle"
 }
 
-# Before the vm stage's second part, beside the lane, whose nice 10 leaves
+# Before the vm stage's second part, beside the lane, whose nice 10 (deep tier) leaves
 # the builds, reniced to 0 (bg_resume), nine tenths of the host. How
 # long it waited and the builds' exit status are kept ("prebuild-wait"); a
 # build that failed fails the tests that need it, which build it again.
@@ -291,7 +300,7 @@ vm_stage() {
 	return $vrc
 }
 
-# The lane beside the vm stage: check.sh again, at nice 10, in its own
+# The lane beside the vm stage: check.sh again, at LANE_NICE, in its own
 # process group (an interrupted run stops all of it), running the selected
 # LANE_STAGES; its output is shown when the vm stage is done.
 lane_start() {
@@ -419,7 +428,10 @@ server_stage() {
 }
 
 deep_stage() {
-	$PY tests/deep.py verify
+	$PY tests/deep.py verify 2>"$OUT/deep.reason"
+	drc=$?
+	cat "$OUT/deep.reason" >&2
+	return $drc
 }
 
 if [ "${1:-}" = --lane ]; then
@@ -448,7 +460,22 @@ if [ "${1:-}" = --lane ]; then
 fi
 
 TSV=$OUT/timings.tsv
-rm -f "$OUT"/*.xml "$TSV" "$OUT"/timings.json "$CGE_BOOT_LOG"
+rm -f "$OUT"/*.xml "$TSV" "$OUT"/timings.json "$CGE_BOOT_LOG" \
+	"$OUT/deep.reason"
+# The deep tier's record: for the module as it is at the start, and only
+# of a run of every stage on every kernel at the suite's own sizes.
+MODULE_HASH=""
+if [ "$CGE_TIER" = full ]; then
+	MODULE_HASH=$($PY tests/deep.py hash)
+	FULL_RUN=1
+	for v in CGE_STAGES CGE_STRESS_FLAVOURS CGE_ACCURACY_MODES CGE_CHURN \
+		CGE_STRESS_SCALE; do
+		eval "[ -z \"\${$v:-}\" ]" || FULL_RUN=0
+	done
+	[ "$CGE_FLAVOURS" = all ] || FULL_RUN=0
+	[ $FULL_RUN = 1 ] || echo "check: a run of part of the deep tier" \
+		"(CGE_STAGES, CGE_FLAVOURS or sizes set): no deep record"
+fi
 CACHE=${CGE_CACHE:-/var/cache/cgroup-energy}
 CACHE_EMPTY=$([ -n "$(ls -A "$CACHE" 2>/dev/null)" ] && echo 0 || echo 1)
 DEBUG_BG=""
@@ -638,12 +665,16 @@ if [ $src != 0 ]; then
 		"may be missing or incomplete" >&2
 	failed="$failed summary"
 fi
-# The deep tier's record, passed or failed, keyed by the module's hash
-# (tests/deep.py); a run of the full set of stages only.
-if [ "$CGE_TIER" = full ] && [ -z "${CGE_STAGES:-}" ] && [ $src = 0 ]; then
+# The deep tier's record, passed or failed, keyed by the module's hash at
+# the start (tests/deep.py); a whole run only.
+if [ -n "$MODULE_HASH" ] && [ $FULL_RUN = 1 ] && [ $src = 0 ]; then
 	$PY tests/deep.py record "$OUT/timings.json" \
-		"${CGE_WHERE:-make check-full}" || failed="$failed record"
+		"${CGE_WHERE:-make check-full}" "$MODULE_HASH" \
+		"$([ -z "$failed" ] && echo passed || echo failed)" ||
+		failed="$failed record"
 fi
+# the gate's reason, again at the end of the output
+[ ! -s "$OUT/deep.reason" ] || cat "$OUT/deep.reason"
 if [ -n "$failed" ]; then
 	echo "check: FAILED stages:$failed"
 	exit 1

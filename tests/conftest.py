@@ -117,10 +117,11 @@ def pytest_collection_modifyitems(config, items):
         if VM_FIXTURES & set(getattr(item, 'fixturenames', ())):
             item.add_marker(pytest.mark.vm)
     gate = tiers.gate()
-    keep = [i for i in items if in_tier(i, gate)]
-    if len(keep) != len(items):
-        config.hook.pytest_deselected(
-            items=[i for i in items if not in_tier(i, gate)])
+    keep, drop = [], []
+    for i in items:
+        (keep if in_tier(i, gate) else drop).append(i)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
         items[:] = keep
 
 

@@ -9,11 +9,14 @@ gate) passes only when a passing record exists for the module it tests: a
 change to the module needs a deep run before it lands; a change to docs,
 results, tests or userspace does not.
 
-  deep.py hash                  print the module's hash
-  deep.py verify                exit 1, with a one-line reason, if no
-                                passing record holds this module's hash
-  deep.py record TIMINGS WHERE  append TIMINGS (make check's timings.json)
-                                as this module's record
+  deep.py hash        print the module's hash
+  deep.py verify      exit 1, with a one-line reason, if no passing record
+                      holds this module's hash
+  deep.py record TIMINGS WHERE HASH VERDICT
+                      append TIMINGS (check.sh's timings.json) as the record
+                      of HASH (taken at the run's start), VERDICT check.sh's
+                      own (passed or failed); refused if the module changed
+                      during the run
 """
 import hashlib
 import json
@@ -31,7 +34,8 @@ RECORDS = REPO / 'tests/results/deep.jsonl'
 # file DKMS and make use, dkms.conf, and the Makefile's module rule.
 SOURCES = ('kmod', 'include', 'Kbuild', 'dkms.conf')
 MAKE_RULE = 'module:'
-# without git (a tarball): the suffixes of the sources under SOURCES
+# the sources under SOURCES' directories: an editor's swap file or a note
+# left there is not the module
 SOURCE_SUFFIXES = ('.c', '.h', '.mk')
 
 
@@ -41,14 +45,19 @@ def _git(*args, repo=REPO):
     return p.stdout if p.returncode == 0 else None
 
 
+def _source(rel):
+    return '/' not in rel or rel.endswith(SOURCE_SUFFIXES)
+
+
 def module_files(repo=REPO):
     """The module's files, relative to @repo, sorted: git's tracked and
-    untracked but not ignored files (build products are ignored)."""
+    untracked but not ignored files (build products are ignored), the
+    sources among them."""
     out = _git('ls-files', '-z', '-co', '--exclude-standard', '--',
                *SOURCES, repo=repo)
     if out is not None:
         return sorted({p for p in out.split('\0')
-                       if p and (repo / p).is_file()})
+                       if p and _source(p) and (repo / p).is_file()})
     files = []
     for s in SOURCES:
         p = repo / s
@@ -129,12 +138,18 @@ def verify(repo=REPO, path=RECORDS):
     """None if a passing deep record holds this module's hash, else the
     one-line reason."""
     mhash = module_hash(repo)
-    if passing(records(path), mhash):
+    recs = records(path)
+    if passing(recs, mhash):
         return None
     rel = os.path.relpath(path, repo)
-    return (f'no passing deep record for module hash {mhash[:16]} in {rel}: '
-            'the module changed since the last make check-full; run it and '
-            'commit its record')
+    if not path.exists():
+        why = f'{rel} does not exist'
+    elif any(r.get('module_hash') == mhash for r in recs):
+        why = f'the records of this module in {rel} all failed'
+    else:
+        why = f'the module changed since the last record in {rel}'
+    return (f'no passing deep record for module hash {mhash[:16]}: {why}; '
+            'run make check-full and commit its record')
 
 
 def host():
@@ -150,14 +165,15 @@ def host():
             'kernel': platform.release()}
 
 
-def make_record(timings, where, repo=REPO):
-    """A record from make check's timings.json (@timings, a dict)."""
+def make_record(timings, where, mhash, verdict, repo=REPO):
+    """A record of the module @mhash from check.sh's timings.json
+    (@timings, a dict) and its @verdict ('passed' or 'failed')."""
     tests = timings.get('tests', {})
     stages = timings.get('stages', {})
-    ok = (bool(stages) and all(s.get('rc') == 0 for s in stages.values())
+    ok = (verdict == 'passed' and bool(stages)
           and tests.get('failed') == 0 and tests.get('skipped') == 0
           and tests.get('passed', 0) > 0)
-    return {'module_hash': module_hash(repo), 'ok': ok,
+    return {'module_hash': mhash, 'ok': ok,
             'test_tree': test_tree(repo), 'commit': timings.get('commit'),
             'where': where, 'finished': timings.get('finished') or
             time.strftime('%Y-%m-%dT%H:%M:%S%z'),
@@ -184,9 +200,14 @@ def main(argv):
         print(f'check: deep record found for module hash '
               f'{module_hash()[:16]}')
         return 0
-    if argv[:1] == ['record'] and len(argv) == 3:
+    if argv[:1] == ['record'] and len(argv) == 5 and \
+            argv[4] in ('passed', 'failed'):
+        if module_hash() != argv[3]:
+            print('check-full: the module changed during the run: no '
+                  'record', file=sys.stderr)
+            return 1
         timings = json.loads(Path(argv[1]).read_text())
-        rec = make_record(timings, argv[2])
+        rec = make_record(timings, argv[2], argv[3], argv[4])
         with open(RECORDS, 'a') as f:
             f.write(json.dumps(rec, sort_keys=True) + '\n')
         print(f'check-full: record for module hash {rec["module_hash"][:16]}'

@@ -88,10 +88,9 @@ def test_sleeper_counts_wakeups(res):
     assert 'error' not in r, r['error']
     s = r['sleeper']
     # Against the kernel's count of the sleeper's context switches (wait4),
-    # not a rate: a loaded host starves the vCPU (72 wakeups in 2 s once).
-    # Premise: 50 sleeps, 1/20 of the nominal 2 ms.
-    # At most one wakeup per time it was switched in (Work.switches)
-    assert s['wakeups'] <= s['switched'] + 1, s
+    # not a rate: at most one wakeup per time it was switched in
+    # (Work.switches), and some (its CPU idles while it sleeps)
+    assert 1 <= s['wakeups'] <= s['switched'] + 1, s
     # a busy loop: at most one per time it was switched in (a handful)
     assert r['busy']['wakeups'] <= r['busy']['switched'] + 1, r['busy']
 
@@ -102,11 +101,8 @@ def test_sleeper_wakeups_most_sleeps(res):
     assert 'error' not in r, r['error']
     s = r['sleeper']
     # Premise: 50 sleeps, 1/20 of the nominal 2 ms. At least 0.8 of its
-    # sleeps: 0.979-0.988 measured on the five kernels with and without
-    # nohz_full, 0.935-0.975 with three CPU hogs on the host's two cores,
-    # 0.937-0.972 beside another make check
-    # (tests/results/sleeper-wakeups.jsonl; a CPU that ran something else
-    # while the sleeper slept gives no wakeup from idle).
+    # sleeps (tests/results/sleeper-wakeups.jsonl; a CPU that ran something
+    # else while the sleeper slept gives no wakeup from idle).
     assert s['sleeps'] >= 50, s
     assert 0.8 * s['sleeps'] <= s['wakeups'], s
 

@@ -58,6 +58,8 @@ def test_hash_covers_the_module_rule_not_other_targets(tree):
 def test_new_source_counts_build_products_do_not(tree):
     before = deep.module_hash(tree)
     (tree / 'kmod/main.o').write_bytes(b'\x7fELF')
+    (tree / 'kmod/.main.c.swp').write_bytes(b'vim')
+    (tree / 'kmod/notes.txt').write_text('todo\n')
     assert deep.module_hash(tree) == before
     (tree / 'kmod/new.c').write_text('int y;\n')
     assert deep.module_hash(tree) != before
@@ -75,32 +77,41 @@ def timings(**over):
 
 @pytest.mark.parametrize('over, ok', [
     ({}, True),
-    ({'stages': {'vm': {'seconds': 5, 'rc': 1}}}, False),
+    # a background build that failed, which the tests rebuilt: check.sh's
+    # verdict decides
+    ({'stages': {'vm': {'seconds': 5, 'rc': 0},
+                 'prebuild-wait': {'seconds': 1, 'rc': 1}}}, True),
     ({'tests': {'passed': 3, 'failed': 1, 'skipped': 0}}, False),
     ({'tests': {'passed': 3, 'failed': 0, 'skipped': 1}}, False),
     ({'tests': {'passed': 0, 'failed': 0, 'skipped': 0}}, False),
     ({'stages': {}}, False)])
 def test_record_passes_only_when_everything_did(tree, over, ok):
-    rec = deep.make_record(timings(**over), 'here', tree)
+    h = deep.module_hash(tree)
+    rec = deep.make_record(timings(**over), 'here', h, 'passed', tree)
     assert rec['ok'] is ok
-    assert rec['module_hash'] == deep.module_hash(tree)
+    assert rec['module_hash'] == h
+    assert deep.make_record(timings(**over), 'here', h, 'failed',
+                            tree)['ok'] is False
 
 
 def test_verify_wants_a_passing_record_of_this_hash(tree):
     path = tree / 'tests/results/deep.jsonl'
     path.parent.mkdir(parents=True)
-    assert 'no passing deep record' in deep.verify(tree, path)
+    assert 'does not exist' in deep.verify(tree, path)
+    h = deep.module_hash(tree)
     failed = deep.make_record(timings(tests={'passed': 1, 'failed': 1,
-                                             'skipped': 0}), 'a', tree)
+                                             'skipped': 0}), 'a', h,
+                              'failed', tree)
     path.write_text(json.dumps(failed) + '\n')
-    assert deep.verify(tree, path)
-    good = deep.make_record(timings(), 'b', tree)
+    assert 'all failed' in deep.verify(tree, path)
+    good = deep.make_record(timings(), 'b', h, 'passed', tree)
     with open(path, 'a') as f:
         f.write(json.dumps(good) + '\n')
     assert deep.verify(tree, path) is None
     (tree / 'kmod/main.c').write_text('int z;\n')
     why = deep.verify(tree, path)
     assert why and '\n' not in why and deep.module_hash(tree)[:16] in why
+    assert 'changed since the last record' in why
 
 
 def test_malformed_record_file_is_an_error(tree):

@@ -25,9 +25,9 @@ from workload import cgwork, guest_json, ok
 # The Intel client boots as a server does: no trace event held, so that each
 # load and unload of the module patches kernel text (its tracepoints' static
 # calls). Its vCPUs share one host thread (tcg_single): under multi-threaded
-# TCG a vCPU can run a stale int3 another vCPU's patch removed
-# (tests/vm/repro/mttcg-int3/: 0 hangs in 468 single-threaded reload
-# cycles), which the other profiles' boots avoid by holding the events.
+# TCG a vCPU can run a stale int3 another vCPU's patch removed, which
+# single-threaded TCG cannot (tests/vm/repro/mttcg-int3/ has the runs); the
+# other profiles' boots avoid it by holding the events.
 PROFILES = {
     'intel-client': {'cpu_model': 'Skylake-Client', 'cpus': 2, 'sockets': 2,
                      'suspend': True, 'hold_tracepoints': False,
@@ -47,7 +47,8 @@ MACHINE = ('cpu_model', 'cpus', 'sockets', 'dies', 'threads', 'append',
 # The gate boots the Intel client on every kernel: detection, the ledger's
 # conservation to the µJ, wraps, suspend and resume, failing reads. The
 # server and AMD parts, and the checks whose premise is a busy loop filling
-# a window, are the deep tier's.
+# a window, are the deep tier's (the client's boot still runs s_packages:
+# it reloads the module at its normal power after s_wrap, before suspend).
 pytestmark = pytest.mark.gate_only(hw=['intel-client'])
 
 
