@@ -20,11 +20,8 @@ def cgwork():
     return OUT
 
 
-# cgroups test_engine's churn creates and removes: the gate's checks of it
-# (conservation, no bad read, every record freed) are counts that hold at
-# any size; the deep tier's 10,000 is the depth
-ENGINE_CHURN = int(os.environ.get('CGE_CHURN') or
-                   (1000 if tiers.gate() else 10000))
+# cgroups test_engine's churn creates and removes
+ENGINE_CHURN = int(os.environ.get('CGE_CHURN', 10000))
 
 
 def engine_boot(vm, flavour, ko):
