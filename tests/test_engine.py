@@ -177,7 +177,7 @@ def test_removed_child_energy_stays_in_parent(res):
 def test_removed_tree_charged_to_nearest_live_ancestor(res):
     r = ok(res, 's_removed_tree')
     assert r['samples_between'] == 0, r       # premise: one drain for all
-    assert r['kernel'] > 100000, r             # 0.3 s busy: most of it ran
+    assert r['kernel'] >= 300000, r            # 0.3 s of CPU time
     # as test_accuracy's usage checks: 0 to 0.32 ms below cpu.stat measured
     assert -1000 <= r['charged'] - r['kernel'] <= 1, r
     assert r['root_ok']
