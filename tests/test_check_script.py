@@ -35,10 +35,14 @@ def fake_repo(tmp_path, style='exit 0', debugkernel_rc=0):
     # the deep record: present unless DEEP_MISSING, its checks marked
     (tmp_path / 'tests/deep.py').write_text(
         'import os, sys\n'
+        'if sys.argv[1] == "hash":\n'
+        '    print("0" * 64)\n'
+        '    sys.exit(0)\n'
         'with open(os.environ["MARK"], "a") as f:\n'
         '    f.write("deep " + " ".join(sys.argv[1:2]) + "\\n")\n'
         'if "DEEP_MISSING" in os.environ:\n'
-        '    print("check: no passing deep record for module hash 0")\n'
+        '    print("check: no passing deep record for module hash 0",\n'
+        '          file=sys.stderr)\n'
         '    sys.exit(1)\n')
     (tmp_path / 'tests/test_stress.py').write_text(
         'import os\nimport pytest\n\npytestmark = pytest.mark.vm\n\n\n'
@@ -167,11 +171,25 @@ def test_gate_fails_without_a_deep_record_and_runs_on(tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
 
 
-def test_full_tier_appends_its_record_only_for_every_stage(tmp_path):
-    # a run of a subset of stages is no deep record
+def test_full_tier_records_a_whole_run(tmp_path):
+    # failed or passed (the stubbed tree has no deps.sh): its verdict is in
+    # the record
     repo = fake_repo(tmp_path)
-    r, ran = check(repo, CGE_STAGES='style')
-    assert r.returncode == 0 and 'deep record' not in ran, ran
+    vm_stubs(repo)
+    lane_stubs(repo)
+    r, ran = check(repo)
+    assert ran[-1] == 'deep record', ran
+    assert 'stress debug' in ran, ran
+
+
+@pytest.mark.parametrize('env', [{'CGE_STAGES': 'style'},
+                                 {'CGE_FLAVOURS': '6.1'},
+                                 {'CGE_STRESS_SCALE': '0.1'}])
+def test_full_tier_appends_no_record_for_part_of_a_run(tmp_path, env):
+    repo = fake_repo(tmp_path)
+    r, ran = check(repo, CGE_STRESS_FLAVOURS='', **env)
+    assert 'deep record' not in ran, ran
+    assert 'deep hash' not in ran, ran
 
 
 def test_failed_stage_fails(tmp_path):

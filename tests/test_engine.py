@@ -13,7 +13,9 @@ import pytest
 
 import drain_checks
 import need
-from workload import close, engine_boot, guest_json, ok
+from workload import ENGINE_GATE, close, engine_boot, guest_json, ok
+
+pytestmark = ENGINE_GATE
 
 # /proc/stat against the module's irq, softirq and steal time over one window:
 # each /proc/stat line is floored to USER_HZ (10 ms), and at each end the

@@ -3,7 +3,9 @@
 against split=time, runtime coefficient changes, bad coefficients."""
 import pytest
 
-from workload import engine_boot, guest_json, ok
+from workload import ENGINE_GATE, engine_boot, guest_json, ok
+
+pytestmark = ENGINE_GATE
 
 WAKEUP_USEC = 200          # kcpu_wakeups 2e-4 s
 

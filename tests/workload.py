@@ -5,6 +5,8 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
+
 import tiers
 
 REPO = Path(__file__).resolve().parents[1]
@@ -22,6 +24,13 @@ def cgwork():
 
 # cgroups test_engine's churn creates and removes
 ENGINE_CHURN = int(os.environ.get('CGE_CHURN', 10000))
+# The gate boots the engine and impact scenarios on one kernel of each set
+# of compat probe results (kmod/probes.mk: 6.1 and 6.1-rt have the same
+# set, 6.12 and 6.12-rt, sid and experimental), PREEMPT_RT's where a set
+# has it; every kernel boots in the gate's accuracy and RAPL boots too. The
+# deep tier runs them on every kernel.
+ENGINE_GATE = pytest.mark.gate_only(
+    vm_flavour=['5.10', '6.1-rt', '6.12-rt', 'sid'])
 
 
 def engine_boot(vm, flavour, ko):
