@@ -140,12 +140,16 @@ def find(etc=None, release=None):
     main = _first(found, [release, f'{release}-updates',
                           f'{release}-backports'])
     if main is None:
-        raise ArchiveError(
-            f"no deb source of Debian's archive for {release} (nor "
-            f'{release}-updates, {release}-backports) in apt\'s sources ('
-            + (', '.join(map(str, source_files(etc))) or 'no files')
-            + f'); add one, or set {ENV_MAIN} to its URI')
+        raise _none_found(f'archive for {release} (nor {release}-updates, '
+                          f'{release}-backports)', ENV_MAIN, etc)
     return main, _first(found, [f'{release}-security'])
+
+
+def _none_found(what, env, etc):
+    return ArchiveError(
+        f"no deb source of Debian's {what} in apt's sources ("
+        + (', '.join(map(str, source_files(etc))) or 'no files')
+        + f'); add one, or set {env} to its URI')
 
 
 def main_uri(etc=None, release=None):
@@ -162,11 +166,8 @@ def security_uri(etc=None, release=None):
     release = release or codename()
     uri = find(etc, release)[1]
     if uri is None:
-        raise ArchiveError(
-            f"no deb source of Debian's security archive for "
-            f"{release}-security in apt's sources ("
-            + (', '.join(map(str, source_files(etc))) or 'no files')
-            + f'); add one, or set {ENV_SECURITY} to its URI')
+        raise _none_found(f'security archive for {release}-security',
+                          ENV_SECURITY, etc)
     return uri
 
 
