@@ -189,7 +189,7 @@ def test_full_tier_appends_no_record_for_part_of_a_run(tmp_path, env):
     repo = fake_repo(tmp_path)
     r, ran = check(repo, CGE_STRESS_FLAVOURS='', **env)
     assert 'deep record' not in ran, ran
-    assert 'deep hash' not in ran, ran
+    assert 'no deep record' in r.stdout, r.stdout
 
 
 def test_failed_stage_fails(tmp_path):
