@@ -516,8 +516,12 @@ def test_headers_wrapper_made_relative(tmp_path):
         'include /usr/src/linux-headers-7.2.1+deb14-common/Makefile\n')
     kernels._fix_headers(tmp_path / 'root', kver)
     assert '/usr/src/' not in (kdir / 'Makefile').read_text()
-    r = subprocess.run(['make', '-s', '-C', str(kdir)], capture_output=True,
-                       text=True, check=True)
+    # an outer make (make -C repo check) exports MAKEFLAGS with -w: the
+    # nested make would then print its "Entering directory" lines
+    env = {k: v for k, v in os.environ.items()
+           if k not in ('MAKEFLAGS', 'MAKELEVEL', 'MFLAGS')}
+    r = subprocess.run(['make', '-s', '--no-print-directory', '-C', str(kdir)],
+                       capture_output=True, text=True, check=True, env=env)
     assert r.stdout.strip() == f'OUT={kdir.resolve()}'
 
 
