@@ -3,7 +3,7 @@
 """make validate: how right are cgroup_energy's numbers?
 
 Boots Debian's kernel under QEMU (tests/vm/harness.py) once per emulated
-part, loads the module's test build (make CGE_EMU=y: kmod/emu.c answers
+part, loads the module's test build (make CGE_EMU=y: tests/emu/emu.c answers
 the RAPL MSR reads, energy from the kernel's per-CPU busy time) at its
 defaults (split=impact, interval_ms 100), runs the scenarios of
 tests/vm/guest/guest_validate.py, and scores each figure against something
@@ -302,7 +302,7 @@ def score_core_split(raws):
     raw = raws.get(CORE_PROFILE)
     if raw is None or raw.get('not_run'):
         why = (raw or {}).get('not_run') or \
-            f'no {CORE_PROFILE} profile in kmod/emu.c'
+            f'no {CORE_PROFILE} profile in tests/emu/emu.c'
         return [{'metric_name': 'core_split', 'mode': 'per-core',
                  'mse': None, 'mape': None, 'samples': 0,
                  'not_run': f'not run: {why}'}]

@@ -45,10 +45,9 @@ die() { echo "cgroup-energy: $*" >&2; exit 1; }
 
 # The module's sources, exactly what DKMS needs to build it: Kbuild at the
 # top (no Makefile: kbuild reads Kbuild), kmod/ (with the feature probes,
-# probes.mk) and include/, dkms.conf. Not the test build's emulated hardware
-# (kmod/emu.c).
+# probes.mk) and include/, dkms.conf. The test build's emulated hardware
+# lives in tests/emu/, not here.
 FILES="Kbuild dkms.conf include/*.h kmod/*.c kmod/*.h kmod/*.mk"
-TEST_ONLY="kmod/emu.c"
 
 version() {
 	sed -n 's/^PACKAGE_VERSION="\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' "$REPO/dkms.conf"
@@ -75,7 +74,7 @@ remove_version() { # remove_version VERSION
 	rm -rf "${SRCTREE:?}/$NAME-$1"
 }
 
-# copy_sources DIR: the module sources (FILES less TEST_ONLY) into
+# copy_sources DIR: the module sources (FILES) into
 # DIR/$NAME-<version>, replacing what was there; sets ver and dst.
 copy_sources() {
 	ver=$(version)
@@ -89,7 +88,6 @@ copy_sources() {
 	rm -rf "$dst"
 	mkdir -p "$dst"
 	(cd "$REPO" && for f in $FILES; do
-		case " $TEST_ONLY " in *" $f "*) continue ;; esac
 		[ -e "$f" ] || die "missing source file $f"
 		mkdir -p "$dst/$(dirname "$f")"
 		cp -p "$f" "$dst/$f"

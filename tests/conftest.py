@@ -112,10 +112,46 @@ def in_tier(item, gate):
     return _wanted(item, 'only') and (not gate or _wanted(item, 'gate_only'))
 
 
+def check_markers(items):
+    """A marker's parameter must be one its test has (one of its module's
+    tests, for a module's marker), and each of its values one that
+    parameter takes there, or a kernel flavour (a run may select a few): a
+    typo would deselect nothing."""
+    seen = {}
+    for i in items:
+        mod = i.nodeid.split('::')[0]
+        fn = getattr(i, 'originalname', i.name)
+        for name, v in getattr(getattr(i, 'callspec', None), 'params',
+                               {}).items():
+            for key in ((mod, fn, name), (mod, None, name)):
+                have = seen.setdefault(key, set())
+                if isinstance(v, (str, int, float, bool, type(None))):
+                    have.add(v)
+    flavours = set(kernels.known_flavours())
+    for i in items:
+        mod = i.nodeid.split('::')[0]
+        fn = getattr(i, 'originalname', i.name)
+        for marker in ('only', 'gate_only'):
+            for node, m in i.iter_markers_with_node(marker):
+                where = fn if node is i else None
+                for name, values in m.kwargs.items():
+                    have = seen.get((mod, where, name))
+                    if have is None:
+                        raise pytest.UsageError(
+                            f'{node.nodeid}: {marker}() names {name!r}, '
+                            'which is not a parameter of its tests')
+                    bad = set(values) - have - flavours
+                    if bad:
+                        raise pytest.UsageError(
+                            f'{node.nodeid}: {marker}({name}=...) names '
+                            f'{sorted(bad)}, which {name} never takes')
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if VM_FIXTURES & set(getattr(item, 'fixturenames', ())):
             item.add_marker(pytest.mark.vm)
+    check_markers(items)
     gate = tiers.gate()
     keep, drop = [], []
     for i in items:

@@ -31,7 +31,7 @@ cd "$REPO"
 run() { perl "$CP" --no-tree --strict --terse --show-types "$@" 2>&1 || true; }
 # compat.h is the one place that must compare kernel versions.
 # shellcheck disable=SC2046
-out=$(run -f $(ls kmod/*.c kmod/*.h include/*.h tests/kunit/*.c |
+out=$(run -f $(ls kmod/*.c kmod/*.h include/*.h tests/kunit/*.c tests/emu/*.c |
 	grep -v '^kmod/compat.h$')
 	run --ignore LINUX_VERSION_CODE,CONSTANT_COMPARISON -f kmod/compat.h)
 errors=$(printf '%s\n' "$out" | grep -c -E ': (ERROR|WARNING|CHECK):' || true)

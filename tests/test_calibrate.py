@@ -78,7 +78,7 @@ def test_reads_domains_not_shares(tmp_path):
 
 
 def test_emu_constants_match_emu_c():
-    # tests/vm/emu.py copies kmod/emu.c's constant powers: keep in step
+    # tests/vm/emu.py copies tests/emu/emu.c's constant powers: keep in step
     import re
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from vm import emu

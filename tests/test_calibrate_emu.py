@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0
 """bench/calibrate.py against the emulated RAPL hardware (test build,
-kmod/emu.c): at configured per-CPU idle and busy power, with the profile's
+tests/emu/emu.c): at configured per-CPU idle and busy power, with the profile's
 uncore (and DRAM) power beside them, it recovers the per-CPU equivalent
 (tests/vm/emu.py: constant power spread over the CPUs into idle) within
 3 %. The fit itself is tested on the host in test_calibrate.py."""

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0
 """The RAPL path end to end, on emulated hardware: the test build
-(make CGE_EMU=y, kmod/emu.c) answers the RAPL MSR reads on QEMU CPU models
+(make CGE_EMU=y, tests/emu/emu.c) answers the RAPL MSR reads on QEMU CPU models
 that the module's detection accepts, and records what it returned; the
 module's detection, reading, decoding, wrap handling and split run
 unchanged and are compared with that record (tests/vm/guest/guest_rapl.py).
@@ -50,6 +50,15 @@ MACHINE = ('cpu_model', 'cpus', 'sockets', 'dies', 'threads', 'append',
 # a window, are the deep tier's (the client's boot still runs s_packages:
 # it reloads the module at its normal power after s_wrap, before suspend).
 pytestmark = pytest.mark.gate_only(hw=['intel-client'])
+# test_split_against_power_steps, phases ten intervals long: the largest
+# error of the split's hot share against the emulator's record. Only the
+# intervals holding one of the 5 phase edges mix the two cgroups; split by
+# time, such a 100 ms interval (t of it hot, at 16 W against 2) takes
+# 1.4 J * t * (1 - t) from hot, 0.35 J at most, so 1.75 J of about 48 J:
+# 0.036, and the idle freeze at each edge, which the split gives the
+# interval's mean power, a little more (measured: the s_steps rows of
+# tests/results/rapl-emu.jsonl)
+STEP_EDGE_ERROR = 0.05
 
 
 @pytest.fixture(scope='module')
@@ -205,6 +214,54 @@ def test_platform_energy_shared_by_all_packages(hw):
     assert r['packages'] == 2, r
     assert 0.40 * r['psys_uj'] <= r['cg_psys_uj'] <= 0.50 * r['psys_uj'], r
     assert r['root_psys_uj'] <= r['psys_uj'], r
+
+
+def _share(d):
+    """steps/hot's part of what @d gives steps/hot and steps/cold."""
+    return d['steps/hot'] / (d['steps/hot'] + d['steps/cold'])
+
+
+@pytest.mark.deep
+@pytest.mark.only(hw=['intel-client'])
+def test_emulator_refuses_bad_power_steps(hw):
+    """busy_mw, the emulator's power step: each bad write fails with
+    EINVAL and leaves every CPU's power as it was."""
+    r = ok(_only('intel-client', hw), 's_steps')['refused']
+    assert set(r['errno'].values()) == {22} and r['unchanged'], r
+    assert r['busy_mw'] == '0 8000\n1 8000\n', r
+
+
+@pytest.mark.deep
+@pytest.mark.only(hw=['intel-client'])
+def test_split_against_power_steps(hw):
+    """Against energy that is not proportional to busy time: CPU 1 draws 8
+    times the busy power while steps/hot runs as while steps/cold does,
+    with equal CPU time (s_steps). The emulator's record of what CPU 1 drew
+    in each phase is the reference. The module splits each interval's
+    energy by CPU time: with phases ten intervals long, an interval holds
+    one cgroup but at a phase's edges, and the split follows the power;
+    with eight phases in an interval, it follows CPU time and misses the
+    step."""
+    r = ok(_only('intel-client', hw), 's_steps')
+    long_phases, short_phases = r['runs']
+    for run in r['runs']:
+        # premises: equal phases, equal CPU time; hot drew 16 W against 2
+        assert 0.4 <= _share(run['cpu_us']) <= 0.6, run
+        assert _share(run['drawn_uj']) >= 0.85, run
+        # the two cgroups' core energy is package 1's (CPU 1's) less the
+        # part the split gives idle time, which it takes by time too: their
+        # CPU time's fraction of the window (cpu.stat; the freezes between
+        # phases leave CPU 1 idle for a part of it)
+        got = sum(run['module_uj'].values())
+        busy = sum(run['cpu_us'].values()) / run['window_us']
+        assert 0.95 * busy * run['pkg1_core_uj'] <= got <= \
+            run['pkg1_core_uj'], run
+    err = _share(long_phases['module_uj']) - _share(long_phases['drawn_uj'])
+    assert abs(err) <= STEP_EDGE_ERROR, long_phases
+    assert abs(_share(short_phases['module_uj']) -
+               _share(short_phases['cpu_us'])) <= 0.05, short_phases
+    miss = _share(short_phases['drawn_uj']) - _share(short_phases['module_uj'])
+    assert miss >= 0.3, short_phases
 
 
 @pytest.mark.only(hw=['intel-server'])

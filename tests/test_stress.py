@@ -110,6 +110,13 @@ def test_debug_facilities_on(res):
     if res['_flavour'] == 'debug':
         assert r['kasan'] and r['lockdep'] and r['kmemleak'], r
         assert r['debug_locks'] == 1, r
+        # the matrix's one kernel of another tick rate (the Debian kernels
+        # run at HZ=250): the stress suite's checks against cpu.stat hold
+        # at 1000 too
+        k = kernels.kernel('debug')
+        assert r['kver'] == k.kver, r
+        cfg = (k.dir / 'root/boot' / f'config-{k.kver}').read_text()
+        assert 'CONFIG_HZ=1000\n' in cfg.splitlines(keepends=True), k.dir
     if res['_flavour'].endswith('-rt'):
         assert r['rt'], r['version']
 

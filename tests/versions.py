@@ -34,10 +34,9 @@ def man_version():
 
 
 def dkms_sources():
-    """The files DKMS gets (dist/dkms.sh), relative to its source tree: the
-    test build's emulated hardware (kmod/emu.c) is not one of them."""
+    """The files DKMS gets (dist/dkms.sh), relative to its source tree."""
     want = {'Kbuild', 'dkms.conf'}
     want |= {f'include/{p.name}' for p in (REPO / 'include').glob('*.h')}
     want |= {f'kmod/{p.name}' for p in (REPO / 'kmod').glob('*.[ch]')}
     want |= {f'kmod/{p.name}' for p in (REPO / 'kmod').glob('*.mk')}
-    return want - {'kmod/emu.c'}
+    return want

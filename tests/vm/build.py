@@ -40,12 +40,15 @@ def build_dir(kver):
     return REPO / '.build' / kver
 
 
-def _sync(srcs, dst):
+def _sync(srcs, dst, cwd=None):
+    """Copy @srcs into @dst; with @cwd, @srcs are paths relative to it and
+    keep them in @dst (rsync -R)."""
     dst.mkdir(parents=True, exist_ok=True)
     excl = [f'--exclude={p}' for p in PRODUCTS]
-    r = subprocess.run(['rsync', '-a', '--delete', *excl,
+    rel = ['-R'] if cwd else []
+    r = subprocess.run(['rsync', '-a', *rel, '--delete', *excl,
                         *[str(s) for s in srcs], f'{dst}/'],
-                       capture_output=True, text=True)
+                       capture_output=True, text=True, cwd=cwd)
     if r.returncode != 0:
         raise BuildError(f'rsync into {dst} failed: {r.stderr.strip()}')
 
@@ -56,7 +59,7 @@ def _sync(srcs, dst):
 _DONE = set()
 
 
-def _build(k, srcs, mdir, what, args=()):
+def _build(k, srcs, mdir, what, args=(), cwd=None):
     """Copy srcs into mdir and make there, holding a per-directory lock;
     once per process for the same sources, directory and arguments."""
     key = (str(mdir), tuple(str(s) for s in srcs), tuple(args))
@@ -64,7 +67,7 @@ def _build(k, srcs, mdir, what, args=()):
         return
     mdir.parent.mkdir(parents=True, exist_ok=True)
     with kernels.locked(mdir.parent / f'.{mdir.name}.lock'):
-        _sync(srcs, mdir)
+        _sync(srcs, mdir, cwd)
         _make(k, mdir, what, args)
     _DONE.add(key)
 
@@ -101,8 +104,10 @@ def _kernel(flavour, kernel):
     return kernel if kernel is not None else kernels.kernel(flavour)
 
 
-# Test builds: make variables, and the directory each builds in.
-VARIANTS = {None: (), 'emu': ('CGE_EMU=y',)}
+# Test builds: make variables, and the sources beside the module's they
+# add (tests/emu/: the emulated RAPL hardware, which Kbuild includes).
+SOURCES = ('Kbuild', 'kmod', 'include')
+VARIANTS = {None: ((), ()), 'emu': (('CGE_EMU=y',), ('tests/emu',))}
 
 
 def build_module(flavour='6.1', kernel=None, variant=None):
@@ -112,12 +117,13 @@ def build_module(flavour='6.1', kernel=None, variant=None):
     dst = build_dir(k.kver)
     if variant:
         dst = dst.with_name(f'{dst.name}-{variant}')
-    srcs = [REPO / n for n in ('Kbuild', 'kmod', 'include')]
-    missing = [str(s) for s in srcs if not s.exists()]
+    args, extra = VARIANTS[variant]
+    srcs = [*SOURCES, *extra]
+    missing = [s for s in srcs if not (REPO / s).exists()]
     if missing:
         raise BuildError(f'missing module sources: {" ".join(missing)}')
     _build(k, srcs, dst, f'{MODULE}.ko' + (f' ({variant})' if variant else ''),
-           VARIANTS[variant])
+           args, cwd=REPO)
     ko = dst / f'{MODULE}.ko'
     if not ko.exists():
         raise BuildError(f'make succeeded but {ko} is missing')

@@ -1,11 +1,11 @@
 # SPDX-License-Identifier: GPL-2.0
-"""What the host knows of the test build's emulated RAPL (kmod/emu.c): its
+"""What the host knows of the test build's emulated RAPL (tests/emu/emu.c): its
 profiles' QEMU CPU models and constant powers, and the per-CPU idle and
 busy power the model must have to give its headline energy (what
 bench/calibrate.py should recover). Keep in step with emu.c."""
 from pathlib import Path
 
-EMU_C = Path(__file__).resolve().parents[2] / 'kmod' / 'emu.c'
+EMU_C = Path(__file__).resolve().parents[1] / 'emu' / 'emu.c'
 
 # profile: QEMU CPU model, sockets, the headline domains (total_uj), and
 # emu.c's constants: uncore_mw (package k has k + 1 times it), dram_mw and

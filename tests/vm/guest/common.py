@@ -440,7 +440,7 @@ EMU_TRUTH = Path('/sys/kernel/debug/cgroup_energy_emu/truth')
 
 
 def emu_truth(path=EMU_TRUTH):
-    """The test build's emulated RAPL record (kmod/emu.c), in counter units
+    """The test build's emulated RAPL record (tests/emu/emu.c), in counter units
     (unwrapped): {'profile', 'pkg': {(pkg, domain): {esu, emitted, read,
     reads, ...}}, 'core': {cpu: {pkg?, esu, emitted, read, ...}},
     'cpu': {cpu: {pkg, busy_ns, uj}}}. Lines it does not know are skipped;

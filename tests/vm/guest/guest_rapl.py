@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0
 """Guest side of test_rapl_emu.py: the RAPL path end to end on emulated
-hardware (the test build's kmod/emu.c answers the MSR reads), against the
+hardware (the test build's tests/emu/emu.c answers the MSR reads), against the
 emulator's own record of what it returned (debugfs cgroup_energy_emu/truth).
 
 usage: guest_rapl.py MODULE.ko CGWORK PROFILE"""
@@ -13,7 +13,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1].parent))
 from vm.harness import SUSPEND_CYCLE  # noqa: E402
 
-from common import (LOOP_MAX_S, Work, root_terms_add_up, dmesg,
+from common import (CG, LOOP_MAX_S, PARAMS, Work, root_terms_add_up, dmesg,
                     housekeeping_on_cpu0, info, insmod, mkcg, mount_en,
                     next_sample, rmmod, running, scenarios, sh, stat,
                     umount_en, usage_at)
@@ -22,6 +22,7 @@ KO, CGWORK = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
 PROFILE = sys.argv[3]
 W = Work(CGWORK)
 TRUTH = Path('/sys/kernel/debug/cgroup_energy_emu/truth')
+BUSY_MW = Path('/sys/kernel/debug/cgroup_energy_emu/busy_mw')
 # the headline domains: what total_uj counts
 HEADLINE = ('package', 'dram')
 
@@ -519,6 +520,113 @@ def s_suspend(ctx):
             'conserved': root_terms_add_up(b['stat'][''])}
 
 
+# s_steps: CPU 1's busy power while each cgroup runs there, mW
+STEP_MW = {'steps/hot': 16000, 'steps/cold': 2000}
+# s_steps' runs: (interval_ms, phase seconds, phases). Phases ten intervals
+# long, then an interval eight phases long.
+STEP_RUNS = ((100, 1.0, 6), (2000, 0.25, 24))
+
+
+def freeze(cg, on, timeout=10):
+    """Freeze (@on) or thaw cgroup @cg, and wait until cgroup.events says
+    it is done."""
+    (CG / cg / 'cgroup.freeze').write_text(f'{int(on)}\n')
+    want = f'frozen {int(on)}'
+    deadline = time.monotonic() + timeout
+    while want not in (CG / cg / 'cgroup.events').read_text().splitlines():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f'{cg}: not {want} after {timeout} s')
+        time.sleep(0.002)
+
+
+def stepped(interval_ms, phase_s, phases):
+    """Busy loops in steps/hot and steps/cold, both on CPU 1 (package 1,
+    alone), take turns in @phases phases of @phase_s (the other frozen);
+    before each, CPU 1's busy power is set to its cgroup's STEP_MW. The
+    emulator's record of CPU 1's energy, read at each phase's end, is what
+    each cgroup drew; the module's figures are its core domain's (package
+    1's: CPU 1's energy only) over the same run, at @interval_ms."""
+    PARAMS.joinpath('interval_ms').write_text(f'{interval_ms}\n')
+    cgs = sorted(STEP_MW, reverse=True)         # hot first
+    ws = [W.start(cg, 'busy', LOOP_MAX_S, cpu=1) for cg in cgs]
+    try:
+        running(cgs)
+        for cg in cgs:
+            freeze(cg, True)
+        a = next_sample(['', *cgs], extra=truth)
+        a['usage'] = usage_at(cgs)
+        drawn = dict.fromkeys(cgs, 0)
+        last = a['extra'][('cpu', 1)]['uj']
+        for i in range(phases):
+            cg = cgs[i % 2]
+            BUSY_MW.write_text(f'1 {STEP_MW[cg]}\n')
+            freeze(cg, False)
+            time.sleep(phase_s)
+            freeze(cg, True)
+            now = truth()[('cpu', 1)]['uj']
+            drawn[cg] += now - last
+            last = now
+        b = next_sample(['', *cgs], extra=truth)
+        b['usage'] = usage_at(cgs)
+    finally:
+        for cg in cgs:
+            freeze(cg, False)
+        W.stop(ws, cgs)
+    return {'interval_ms': interval_ms, 'phase_s': phase_s, 'phases': phases,
+            'module_uj': {cg: delta(a, b, cg, 'core_uj') for cg in cgs},
+            'drawn_uj': drawn,
+            'cpu_us': {cg: b['usage'][cg] - a['usage'][cg] for cg in cgs},
+            'window_us': b['usage']['at_us'] - a['usage']['at_us'],
+            'pkg1_core_uj': pkg_uj(a['extra'], b['extra'], ('core',))[1],
+            'samples': b['info']['samples'] - a['info']['samples']}
+
+
+# writes busy_mw must refuse: no power, below emu_idle_mw (1000) or above
+# 100 W, a CPU that does not exist, words, a third field
+BAD_BUSY_MW = ['1', '1 999', '1 100001', '64 5000', 'one 5000', '1 5000 2',
+               '1 -5000']
+
+
+def refuse_busy_mw():
+    """{write: errno} of each BAD_BUSY_MW write, and whether busy_mw read
+    the same after them all."""
+    before = BUSY_MW.read_text()
+    out = {}
+    for w in BAD_BUSY_MW:
+        try:
+            fd = os.open(BUSY_MW, os.O_WRONLY)
+            try:
+                os.write(fd, w.encode())
+                out[w] = 0
+            finally:
+                os.close(fd)
+        except OSError as e:
+            out[w] = e.errno
+    return {'errno': out, 'unchanged': BUSY_MW.read_text() == before,
+            'busy_mw': before}
+
+
+def s_steps(ctx):
+    """The split against power that is not proportional to busy time: two
+    cgroups with the same CPU time on one CPU, one drawing 8 times the
+    other's busy power (stepped()), with phases longer than the module's
+    interval and then shorter. The module splits each interval's energy by
+    CPU time, so it can follow the step only where an interval holds one
+    cgroup. Reloaded from CPU 0, so that the sampler and this script stay
+    off CPU 1; the module is left loaded at the default power after."""
+    unload()
+    mkcg(*STEP_MW)
+    try:
+        with housekeeping_on_cpu0():
+            load()
+            refused = refuse_busy_mw()
+            return {'refused': refused,
+                    'runs': [stepped(*r) for r in STEP_RUNS]}
+    finally:
+        unload()
+        load()
+
+
 def s_end(ctx):
     unload()
     return {}
@@ -526,7 +634,7 @@ def s_end(ctx):
 
 SCENARIOS = {
     'intel-client': [s_detect, s_conservation_hw, s_wrap, s_packages, s_psys,
-                     s_suspend, s_faults, s_end],
+                     s_steps, s_suspend, s_faults, s_end],
     'intel-server': [s_late_cpu, s_detect, s_conservation_hw, s_wrap,
                      s_packages, s_overflow, s_end],
     'amd-zen': [s_detect, s_conservation_hw, s_wrap, s_cores, s_sibling,
@@ -534,4 +642,5 @@ SCENARIOS = {
 }
 
 if __name__ == '__main__':
-    scenarios(SCENARIOS[PROFILE], {})
+    # s_steps: only the deep tier's tests read it
+    scenarios(SCENARIOS[PROFILE], {}, deep_only=(s_steps,))

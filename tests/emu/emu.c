@@ -7,9 +7,12 @@
  * test guests' QEMU CPU models. Its energy follows what the machine does,
  * from a source that is not the module's probe: each CPU's busy time as the
  * kernel accounts it (kernel_cpustat, what /proc/stat shows), with per-CPU
- * idle and busy power set at load. It keeps what it emitted and what it
- * returned, per package and domain, per core (AMD) and per CPU, in debugfs
- * (cgroup_energy_emu/truth), the reference the tests compare with.
+ * idle and busy power set at load. A test can change a CPU's busy power at
+ * any time (debugfs cgroup_energy_emu/busy_mw): then energy is no longer
+ * proportional to busy time, and the module's split of it can be wrong. It
+ * keeps what it emitted and what it returned, per package and domain, per
+ * core (AMD) and per CPU, in debugfs (cgroup_energy_emu/truth), the
+ * reference the tests compare with.
  *
  * Like real parts, its counters restart from 0 when the system resumes
  * from suspend; on request it faults reads or reads a domain as 0.
@@ -36,6 +39,7 @@
 #include <linux/math64.h>
 #include <linux/platform_device.h>
 #include <linux/pm.h>
+#include <linux/uaccess.h>
 
 #include "compat.h"
 #include "emu.h"
@@ -723,6 +727,70 @@ static int cge_emu_truth_show(struct seq_file *m, void *v)
 }
 DEFINE_SHOW_ATTRIBUTE(cge_emu_truth);
 
+/* debugfs cgroup_energy_emu/busy_mw: "CPU MW" a line, each CPU seen online. */
+static int cge_emu_busy_show(struct seq_file *m, void *v)
+{
+	unsigned long flags;
+	unsigned int cpu;
+
+	raw_spin_lock_irqsave(&cge_emu_lock, flags);
+	for_each_possible_cpu(cpu)
+		if (cge_emu_cpus[cpu].pkg >= 0)
+			seq_printf(m, "%u %u\n", cpu, cge_emu_cpus[cpu].busy_mw);
+	raw_spin_unlock_irqrestore(&cge_emu_lock, flags);
+	return 0;
+}
+
+static int cge_emu_busy_open(struct inode *inode, struct file *file)
+{
+	return single_open(file, cge_emu_busy_show, NULL);
+}
+
+/*
+ * Writing "CPU MW" sets that CPU's busy power from now on: the energy up
+ * to now is counted at the power before. A CPU not seen online since load,
+ * or a power outside emu_idle_mw..CGE_EMU_MAX_MW, is refused with -EINVAL
+ * and changes nothing.
+ */
+static ssize_t cge_emu_busy_write(struct file *file, const char __user *ubuf,
+				  size_t len, loff_t *ppos)
+{
+	char buf[32], *rest, *word;
+	unsigned int cpu, mw;
+	unsigned long flags;
+	ssize_t ret = len;
+
+	if (!len || len >= sizeof(buf))
+		return -EINVAL;
+	if (copy_from_user(buf, ubuf, len))
+		return -EFAULT;
+	buf[len] = '\0';
+	rest = strim(buf);
+	word = strsep(&rest, " ");
+	if (!rest || kstrtouint(word, 10, &cpu) ||
+	    kstrtouint(strim(rest), 10, &mw) || cpu >= nr_cpu_ids ||
+	    mw < emu_idle_mw || mw > CGE_EMU_MAX_MW)
+		return -EINVAL;
+	raw_spin_lock_irqsave(&cge_emu_lock, flags);
+	if (cge_emu_cpus[cpu].pkg < 0) {
+		ret = -EINVAL;
+	} else {
+		cge_emu_advance();
+		cge_emu_cpus[cpu].busy_mw = mw;
+	}
+	raw_spin_unlock_irqrestore(&cge_emu_lock, flags);
+	return ret;
+}
+
+static const struct file_operations cge_emu_busy_fops = {
+	.owner = THIS_MODULE,
+	.open = cge_emu_busy_open,
+	.read = seq_read,
+	.llseek = seq_lseek,
+	.write = cge_emu_busy_write,
+	.release = single_release,
+};
+
 /* The parameters: a profile, powers in range, a known domain to zero. */
 static int cge_emu_params(void)
 {
@@ -806,6 +874,8 @@ int cge_emu_init(void)
 	cge_emu_dir = debugfs_create_dir("cgroup_energy_emu", NULL);
 	debugfs_create_file("truth", 0444, cge_emu_dir, NULL,
 			    &cge_emu_truth_fops);
+	debugfs_create_file("busy_mw", 0644, cge_emu_dir, NULL,
+			    &cge_emu_busy_fops);
 	pr_info("emulated RAPL: %s, %u packages, %u-%u mW per CPU, scale %u\n",
 		cge_emu_p->name, cge_emu_npkg, emu_idle_mw, emu_busy_mw,
 		emu_scale);
