@@ -1,18 +1,19 @@
 # SPDX-License-Identifier: GPL-2.0
-"""make check: the short version of make bench (bench/bench.py).
+"""The bench guard: the short version of make bench (bench/bench.py).
 
 One boot of the 6.1 guest, about two minutes: `perf bench sched pipe`
-without and with cgroup_energy loaded, alternating (10 pairs, each B run
+without and with cgroup_energy loaded, alternating (12 pairs, each B run
 paired with the A run next to it), and the self-timing build
-(CGE_SELFTIME=y) under the same benchmark. Timing in a TCG guest varies by
-about 15 % from run to run, so this fails only on a gross regression:
+(CGE_SELFTIME=y) under the same benchmark. It fails only on a gross
+regression, against the baseline of this host's class in
+bench/baseline.json (recorded once per class, from BASELINE_RUNS boots of
+this short version; bench.baseline_limits()):
 
-- the median of the pairwise B/A throughput ratios below 0.65 (below what
-  the measured spread gives by chance: bench.GROSS_RATIO), or
-- the self-timed ns per switch more than 3 times the baseline recorded in
-  bench/baseline.json, compared at the same guest speed (the share of the
-  benchmark's time spent in the probe, which does not move with the host's
-  load; see bench.gross_regression).
+- the median of the pairwise B/A throughput ratios below the class's
+  ratio_limit (what the runs' spread gives by chance once in 1,000), or
+- the probe's share of the benchmark's time (self-timed ns per switch
+  times switches per second, which does not move with the guest's speed)
+  above the class's share_limit.
 
 The deep tier's (make check-full): timing under TCG depends on the host's
 load. It runs on the baseline's flavour only; `make bench` measures it all.
@@ -29,17 +30,16 @@ sys.path.insert(0, str(REPO / 'bench'))
 import bench  # noqa: E402
 
 
-def baseline():
-    return json.loads(bench.BASELINE.read_text())
-
-
 # the boot's tests (the others are host tests of bench.py's rules)
-ON_BASELINE = pytest.mark.only(vm_flavour=[baseline()['flavour']])
+ON_BASELINE = pytest.mark.only(vm_flavour=[bench.FLAVOUR])
 
 
 @pytest.fixture(scope='module')
 def short(vm, vm_flavour, cge_ko):
-    base = baseline()
+    try:
+        base = bench.baseline()
+    except bench.BaselineError as e:
+        pytest.fail(str(e))
     selfko = bench.build_selftime(vm_flavour)
     # the plain model, as make bench's baseline was measured on
     res = vm.run(bench.short_commands(cge_ko, selfko), flavour=vm_flavour,
@@ -49,13 +49,22 @@ def short(vm, vm_flavour, cge_ko):
 
 
 def test_baseline_file():
-    base = baseline()
-    for key in ('flavour', 'ns_per_switch', 'pipe_share'):
-        assert base.get(key), f'{bench.BASELINE}: no {key}'
-    # recorded as the short version runs here: trace events held on
-    # (harness.run_vm's default)
-    assert base.get('hold_tracepoints') is True, \
-        f'{bench.BASELINE}: not recorded with the trace events held'
+    """Each host class's baseline: the runs it was recorded from, in the
+    guard's conditions, why, and the limits their spread gives."""
+    doc = json.loads(bench.BASELINE.read_text())
+    assert doc.get('classes'), f'{bench.BASELINE}: no host class'
+    for cls, base in doc['classes'].items():
+        assert base['flavour'] == bench.FLAVOUR, cls
+        assert base['short'] == bench.SHORT, cls
+        # recorded as the guard runs: trace events held on
+        # (harness.run_vm's default)
+        assert base['hold_tracepoints'] is True, cls
+        assert len(base['runs']) >= bench.BASELINE_RUNS, cls
+        assert all(len(r['ratios_B']) == bench.SHORT['pairs']
+                   for r in base['runs']), cls
+        assert base['why'].strip(), cls
+        assert {k: base[k] for k in ('ratio_limit', 'share_limit')} == \
+            bench.baseline_limits(base['runs']), cls
 
 
 @pytest.mark.deep
@@ -73,21 +82,22 @@ def test_short_bench_runs(short):
 @pytest.mark.deep
 @ON_BASELINE
 def test_no_gross_regression(short):
-    bad = bench.gross_regression(short['throughput'], short['selftime'],
-                                 short['base'])
+    base = short['base']
+    bad = bench.gross_regression(short['throughput'], short['selftime'], base)
     pipe = short['throughput']['bench']['pipe']['summary']['B']
     print(f'module_ratio {pipe["median"]:.3f} ({pipe["min"]:.3f}-'
           f'{pipe["max"]:.3f}, n={pipe["n"]}); self-timed '
           f'{short["selftime"]["pipe"]["median"]} ns per switch, share '
           f'{short["selftime"]["pipe_share"]["median"]:.4f} (baseline '
-          f'{short["base"]["ns_per_switch"]} ns, '
-          f'{short["base"]["pipe_share"]:.4f})')
+          f'{base["ns_per_switch"]} ns, {base["pipe_share"]:.4f}; limits '
+          f'{base["ratio_limit"]}, {base["share_limit"]})')
     assert not bad, '; '.join(bad)
 
 
 def test_gross_regression_rule():
     """The rule itself, on made-up results (no VM)."""
-    base = {'ns_per_switch': 100, 'pipe_share': 0.01}
+    base = {'ns_per_switch': 100, 'pipe_share': 0.01, 'ratio_limit': 0.8,
+            'share_limit': 0.015}
 
     def tput(ratios):
         return {'errors': [], 'bench': {'pipe': {'ratios': {'B': ratios},
@@ -100,29 +110,62 @@ def test_gross_regression_rule():
     assert bench.gross_regression(tput(ok), selftime(100, 0.01), base) == []
     # a slower guest: more ns, same share: fine
     assert bench.gross_regression(tput(ok), selftime(400, 0.01), base) == []
-    assert bench.gross_regression(tput(ok), selftime(100, 0.031), base)
-    assert bench.gross_regression(tput([0.55] * 12), selftime(100, 0.01),
+    assert bench.gross_regression(tput(ok), selftime(100, 0.016), base)
+    assert bench.gross_regression(tput([0.79] * 12), selftime(100, 0.01),
                                   base)
     assert bench.gross_regression(tput([1.0] * 9), selftime(100, 0.01), base)
 
 
-def test_gross_ratio_is_below_the_noise():
-    """Self-consistency of the limit with the committed measurements (the
-    make bench run, a make check's 12 ratios): resampled, a short run's
-    median falls below GROSS_RATIO by chance less than once in 1,000, and
-    with a module that cuts throughput to 43 % it does in more than 999 (a
-    run whose pairs spread 0.50-1.72, the widest recorded, resolved no
-    less: 45 % in 998)."""
+def test_baseline_limits_from_the_spread():
+    """Runs that spread more give wider limits; the ratio limit sits where a
+    short run's median falls by chance once in 1,000 (resampled), and
+    catches a module that costs 40 %; the share limit is the runs' mean
+    share (of its logarithm) plus SHARE_SIGMAS standard deviations."""
+    import math
+    import random
+    rnd = random.Random(3)
+
+    def runs(noise, share_noise):
+        return [{'ratios_B': [math.exp(rnd.gauss(0, noise))
+                              for _ in range(bench.SHORT['pairs'])],
+                 'pipe_share': 0.04 * math.exp(rnd.gauss(0, share_noise))}
+                for _ in range(bench.BASELINE_RUNS)]
+    quiet, noisy = runs(0.05, 0.02), runs(0.2, 0.1)
+    lq, ln = bench.baseline_limits(quiet), bench.baseline_limits(noisy)
+    assert ln['ratio_limit'] < lq['ratio_limit'] < 1
+    assert lq['share_limit'] < ln['share_limit']
+    for r in (quiet, noisy):
+        ratios = [x for run in r for x in run['ratios_B']]
+        lim = bench.baseline_limits(r)
+        q = bench.gross_ratio_quantile
+        assert q(ratios, 0.999, scale=0.6, draws=20000) < lim['ratio_limit']
+        logs = [math.log(run['pipe_share']) for run in r]
+        import statistics
+        assert lim['share_limit'] == round(math.exp(
+            statistics.mean(logs) + bench.SHARE_SIGMAS *
+            statistics.stdev(logs)), 5)
+
+
+def test_baseline_limits_against_committed_runs():
+    """Self-consistency of the committed figures with the rule: the make
+    bench run's and a make check's ratios, resampled as a short run, fall
+    below each host class's ratio limit by chance less than once in 100,
+    and a module that cuts throughput to 43 % falls below it in more than
+    999 of 1,000."""
+    classes = json.loads(bench.BASELINE.read_text()).get('classes', {})
+    assert classes, f'{bench.BASELINE}: no host class'
     d = json.loads((REPO / 'bench/results/latest.json').read_text())
     full = d['raw']['throughput']['bench']['pipe']['ratios']['B']
     check = [json.loads(ln)['ratios_B'] for ln in
              (REPO / 'tests/results/bench-guard.jsonl').read_text().split('\n')
              if ln]
     assert len(full) >= 30 and check, (len(full), check)
-    for ratios in [full] + check:
-        q = bench.gross_ratio_quantile
-        assert q(ratios, 0.999, scale=0.43, draws=20000) < \
-            bench.GROSS_RATIO < q(ratios, 0.001, draws=20000), ratios
+    q = bench.gross_ratio_quantile
+    for cls, base in classes.items():
+        lim = base['ratio_limit']
+        for ratios in [full] + check:
+            assert q(ratios, 0.999, scale=0.43, draws=20000) < lim < \
+                q(ratios, 0.01, draws=20000), (cls, ratios)
 
 
 def bench_spread(xs):
