@@ -47,8 +47,8 @@ MACHINE = ('cpu_model', 'cpus', 'sockets', 'dies', 'threads', 'append',
 # The gate boots the Intel client on every kernel: detection, the ledger's
 # conservation to the µJ, wraps, suspend and resume, failing reads. The
 # server and AMD parts, and the checks whose premise is a busy loop filling
-# a window, are the deep tier's (the client's boot still runs s_packages:
-# it reloads the module at its normal power after s_wrap, before suspend).
+# a window or that measure the split, are the deep tier's (the client's
+# gate boot leaves out their scenarios: guest_rapl.py's deep_only).
 pytestmark = pytest.mark.gate_only(hw=['intel-client'])
 # test_split_against_power_steps, phases ten intervals long: the largest
 # error of the split's hot share against the emulator's record. Only the

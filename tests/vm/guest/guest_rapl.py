@@ -255,7 +255,7 @@ def s_wrap(ctx):
     busy loop on each core (CPUs 0 and 2 of 4 on AMD), so that every core
     counter is read every interval. max_step: the largest advance of any
     counter between two of the module's reads, in wraps (1 or more is a
-    wrap no reader can see)."""
+    wrap no reader can see). Reloaded at the default power after."""
     unload()
     load(f'emu_scale={WRAP_SCALE.get(PROFILE, 10000)}')
     mkcg('wrap')
@@ -281,14 +281,17 @@ def s_wrap(ctx):
     ta, tb = a['extra'], b['extra']
     steps = [v['max_step'] for v in counters(tb, 'pkg').values()] + [
         v['max_step'] for v in counters(tb, 'core').values()]
-    return {'wraps': b['info']['counter_wraps'] - a['info']['counter_wraps'],
-            'crossed': crossed(ta, tb),
-            'window_s': round((b['info']['last_sample_ns'] -
-                               a['info']['last_sample_ns']) / 1e9, 2),
-            'max_step': round(max(steps) / (1 << 32), 3),
-            'module_uj': rb['total_uj'] - ra['total_uj'],
-            'hw_uj': headline_uj(tb) - headline_uj(ta),
-            'conserved': root_terms_add_up(rb)}
+    out = {'wraps': b['info']['counter_wraps'] - a['info']['counter_wraps'],
+           'crossed': crossed(ta, tb),
+           'window_s': round((b['info']['last_sample_ns'] -
+                              a['info']['last_sample_ns']) / 1e9, 2),
+           'max_step': round(max(steps) / (1 << 32), 3),
+           'module_uj': rb['total_uj'] - ra['total_uj'],
+           'hw_uj': headline_uj(tb) - headline_uj(ta),
+           'conserved': root_terms_add_up(rb)}
+    unload()
+    load()
+    return out
 
 
 def s_packages(ctx):
@@ -296,8 +299,6 @@ def s_packages(ctx):
     and after it: its energy comes from the package it ran on. Its share
     of package 0's energy against the emulator's package 0 and package 1
     energy over the same window."""
-    unload()
-    load()
     mkcg('pk')
     # the window inside the loop's run: its edges hold no exec of cgwork
     # (with them, under a CPU quota on QEMU, the loop took 0.867 of
@@ -642,5 +643,6 @@ SCENARIOS = {
 }
 
 if __name__ == '__main__':
-    # s_steps: only the deep tier's tests read it
-    scenarios(SCENARIOS[PROFILE], {}, deep_only=(s_steps,))
+    # only the deep tier's tests read these
+    scenarios(SCENARIOS[PROFILE], {},
+              deep_only=(s_packages, s_psys, s_steps))
