@@ -1270,11 +1270,17 @@ def test_man_page(tool):
 
 # ---- performance and memory ------------------------------------------------
 
+@pytest.fixture(scope="module")
+def big(tmp_path_factory):
+    """A tree of 10,000 cgroups, built once for the tests that read it."""
+    return build_big(tmp_path_factory.mktemp("big") / "big", 10000)
+
+
 # a CPU-time ratio against find and cat: the deep tier's (its noise is the
 # host's, see below)
 @pytest.mark.deep
-def test_10000_cgroups_cpu_time_guard(tool, tmp_path):
-    t = build_big(tmp_path / "big", 10000)
+def test_10000_cgroups_cpu_time_guard(tool, big):
+    t = big
 
     def cpu_s(cmd, **kw):
         r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -1298,8 +1304,8 @@ def test_10000_cgroups_cpu_time_guard(tool, tmp_path):
         assert took < ref, (args, took, ref)
 
 
-def test_10000_cgroups_listed(tool, tmp_path):
-    t = build_big(tmp_path / "big", 10000)
+def test_10000_cgroups_listed(tool, big):
+    t = big
     r = run(tool, "--root", t.path, "--prometheus", check_rc=0)
     assert len(r.out.splitlines()) > 4 * 10001
     m = rowmap(run(tool, "--root", t.path, check_rc=0,
