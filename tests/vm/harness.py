@@ -55,6 +55,12 @@ QEMU_MIN = (10, 0)
 # Hyper-V skip the check the same way (arch/x86/kernel/kvm.c,
 # cpu/mshyperv.c: no_timer_check = 1).
 BOOT_ARGS = 'console=ttyS0 panic=-1 oops=panic panic_on_warn=1 no_timer_check'
+# A WARN() (panic_on_warn) or a panic ends the guest (panic=-1: QEMU runs
+# with -no-reboot); one still running FATAL_GRACE s after either is
+# stopped, not waited for to its timeout: a panic can hang in TCG before it
+# reboots. Not lockdep's or might_sleep()'s reports, which do not panic.
+FATAL = re.compile(rb'WARNING: CPU: \d+ PID: \d+ at |Kernel panic - not syncing')
+FATAL_GRACE = 60
 # The guest CPU models, 'max' and the RAPL tests' Intel and AMD models
 # alike, run without ERMS and FSRM by default.  TCG executes `rep movsb`
 # and `rep stosb` one byte per iteration; with those flags the guest kernel
@@ -116,6 +122,7 @@ class VMResult:
     exit_status: int | None = None   # QEMU's (via timeout); informative only
     stuck_before_init: bool = False  # stopped at boot_deadline() (_boot)
     timed_out: bool = False          # stopped at the timeout (_boot)
+    stopped_after_fatal: bool = False  # FATAL_GRACE s after a WARN or panic
     hang: list = field(default_factory=list)  # the vCPUs then (monitor.py)
 
     @property
@@ -221,6 +228,8 @@ def _pump(proc, log, t0, state, echo):
                 state['guest'] = True
             if state.get('boot') is None and b'cge-guest: up' in line:
                 state['boot'] = time.monotonic() - t0
+            if state.get('fatal') is None and FATAL.search(line):
+                state['fatal'] = time.monotonic() - t0
 
 
 def smp_option(cpus, sockets=1, dies=1, threads=1):
@@ -530,6 +539,10 @@ def _boot(k, initrd, cmds, flavour, timeout, cpus, mem, append, echo, hw,
                             now >= boot_deadline(flavour)):
                         res.stuck_before_init = True
                         res.exit_status = _stop(proc)
+                    elif (state.get('fatal') is not None and
+                          now > state['fatal'] + FATAL_GRACE):
+                        res.stopped_after_fatal = True
+                        res.exit_status = _stop(proc)
                     elif now > timeout:
                         text, res.hang = monitor.dump(mon)
                         (rundir / 'hang.txt').write_text(text)
@@ -562,6 +575,7 @@ def _log_boot(res):
     rec = {'flavour': res.flavour, 'test': test,
            'up_s': round(res.boot_time, 2) if res.boot_time else None,
            'total_s': round(res.duration, 1), 'timed_out': res.timed_out,
+           'stopped_after_fatal': res.stopped_after_fatal,
            'stuck_before_init': res.stuck_before_init}
     with open(path, 'a') as f:      # one write per line: O_APPEND
         f.write(json.dumps(rec) + '\n')
