@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * emu.h - emulated RAPL hardware, in the test build only (make CGE_EMU=y,
- * tests/emu/emu.c): it answers the RAPL MSR reads. The production build
- * reads the MSRs.
+ * emu.h - emulated RAPL hardware, in the test build only (make CGE_EMU=y):
+ * it answers the RAPL MSR reads. The production build reads the MSRs.
  */
 #ifndef CGE_EMU_H
 #define CGE_EMU_H

@@ -50,7 +50,7 @@ u32 cge_rapl_domain_unit_esu(int d)
 				   cge_unit_esu);
 }
 
-/* The MSR read; the test build's emulated hardware answers it (tests/emu/). */
+/* The MSR read; the test build's emulated hardware answers it (emu.c). */
 static int cge_rdmsr(unsigned int cpu, u32 msr, u64 *val)
 {
 	return cge_emu_rdmsr(cpu, msr, val);
