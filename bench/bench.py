@@ -1060,19 +1060,22 @@ def main(argv=None):
                    'tools': raw.get('tools')},
          'rt_kver': rt_kver, 'static': static,
          'seconds': round(time.monotonic() - t0), 'raw': raw}
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / f'{stem}.json').write_text(json.dumps(d, indent=1,
-                                                     sort_keys=True) + '\n')
-    md = markdown(d)
-    (out_dir / f'{stem}.md').write_text(md)
-    print(md)
+    # a run of the tools alone (to record a baseline) measured nothing:
+    # it leaves the committed results as they are, unless --out says where
+    if only - {'tools'} or a.out:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        (out_dir / f'{stem}.json').write_text(json.dumps(d, indent=1,
+                                                         sort_keys=True) + '\n')
+        md = markdown(d)
+        (out_dir / f'{stem}.md').write_text(md)
+        print(md)
+        log(f'wrote {out_dir / stem}.json and .md in {d["seconds"]} s')
     if a.record_baseline:
         record_baseline(ko, selfko, a.why.strip())
     errors = [k for k, v in raw.items()
               if isinstance(v, dict) and v.get('error')]
     if errors:
         log(f'sections with errors: {", ".join(errors)}')
-    log(f'wrote {out_dir / stem}.json and .md in {d["seconds"]} s')
     return 1 if 'throughput' in errors or 'selftime' in errors else 0
 
 
