@@ -33,11 +33,11 @@ uncounted warm-up runs until the last three settle (at most --warmup-max).
 """
 import argparse
 import datetime
+import functools
 import json
 import math
 import os
 import platform
-import random
 import re
 import shlex
 import statistics
@@ -77,13 +77,24 @@ TARGET_NS_BARE_METAL = 50
 # The bench guard (tests/test_bench.py, make check-full) runs SHORT and
 # fails only on a gross regression, against a baseline recorded once per
 # host class (bench/baseline.json): BASELINE_RUNS boots of SHORT on a quiet
-# host of that class. Its limits come from those runs' spread: the median
-# of SHORT's pairs B/A falls below ratio_limit by chance once in 1,000 (the
-# runs' pairs resampled: gross_ratio_quantile()), and the probe's share of
-# the benchmark's time exceeds share_limit, SHARE_SIGMAS standard
-# deviations above the runs' mean (of its logarithm), about as rarely.
+# host of that class. Its limits are one-sided prediction bounds from those
+# runs' spread (baseline_limits()): a new run of the same module on a host
+# as quiet falls beyond either with probability GUARD_ALPHA, the runs'
+# boot-to-boot spread included (each run's median B/A and probe share, on a
+# log scale, taken as normal: Student's t with n - 1 degrees of freedom).
 BASELINE_RUNS = 5
-SHARE_SIGMAS = 4
+GUARD_ALPHA = 0.001
+
+
+BASELINE_NOTE = (
+    'The bench guard (tests/test_bench.py, make check-full) against the '
+    'baseline of its host class: BASELINE_RUNS boots of the short version '
+    '(bench.SHORT) on a quiet host; the guard fails if the median B/A '
+    'ratio falls below ratio_limit or the probe\'s share of the benchmark '
+    'exceeds share_limit, one-sided prediction bounds from the runs\' '
+    'spread (bench.baseline_limits). Recorded with bench/bench.py --only '
+    'tools --record-baseline --why "..."; a class\'s baseline is replaced '
+    'only with --replace-baseline, in a commit that says why.')
 
 
 class BaselineError(RuntimeError):
@@ -137,14 +148,41 @@ def host_class(facts=None):
     return f'{f["cpu"] or "unknown CPU"}, {f["cpus"]} CPUs, {f["machine"]}'
 
 
+@functools.lru_cache(maxsize=None)
+def t_quantile(p, df):
+    """Student's t distribution's @p quantile (p > 0.5) at @df degrees of
+    freedom: its density integrated (Simpson's rule), the bound bisected."""
+    c = math.gamma((df + 1) / 2) / (math.sqrt(df * math.pi) *
+                                    math.gamma(df / 2))
+
+    def cdf(x, steps=2000):
+        h = x / steps
+        f = [c * (1 + (i * h) ** 2 / df) ** (-(df + 1) / 2)
+             for i in range(steps + 1)]
+        return 0.5 + h / 3 * (f[0] + f[-1] + 4 * sum(f[1:-1:2]) +
+                              2 * sum(f[2:-1:2]))
+    lo, hi = 0.0, 1000.0
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if cdf(mid) < p else (lo, mid)
+    return (lo + hi) / 2
+
+
 def baseline_limits(runs):
-    """The bench guard's limits from a baseline's @runs (see BASELINE_RUNS):
-    {'ratio_limit', 'share_limit'}."""
-    ratios = [x for r in runs for x in r['ratios_B']]
-    logs = [math.log(r['pipe_share']) for r in runs]
-    mu, sd = statistics.mean(logs), statistics.stdev(logs)
-    return {'ratio_limit': round(gross_ratio_quantile(ratios, 0.001), 3),
-            'share_limit': round(math.exp(mu + SHARE_SIGMAS * sd), 5)}
+    """The bench guard's limits from a baseline's @runs (BASELINE_RUNS):
+    {'ratio_limit', 'share_limit'}, the one-sided 1 - GUARD_ALPHA
+    prediction bounds of one more run's median B/A (below) and probe share
+    (above), on a log scale."""
+    n = len(runs)
+    k = t_quantile(1 - GUARD_ALPHA, n - 1) * math.sqrt(1 + 1 / n)
+
+    def bound(xs, sign):
+        logs = [math.log(x) for x in xs]
+        return math.exp(statistics.mean(logs) +
+                        sign * k * statistics.stdev(logs))
+    return {'ratio_limit': round(bound([r['module_ratio'] for r in runs], -1),
+                                 3),
+            'share_limit': round(bound([r['pipe_share'] for r in runs], 1), 5)}
 
 
 def baseline(cls=None):
@@ -158,18 +196,6 @@ def baseline(cls=None):
             f'class ({cls}): record one on a quiet host with bench/bench.py '
             '--only tools --record-baseline --why "..."')
     return base
-
-
-def gross_ratio_quantile(ratios, q, scale=1.0, pairs=None, draws=100000):
-    """The q quantile of the median of @pairs (SHORT's) B/A ratios drawn
-    with replacement from @ratios (a run's), each times @scale (0.6: a
-    module that costs 40 % more): how low make check's median falls by
-    chance."""
-    pairs = pairs or SHORT['pairs']
-    rnd = random.Random(1)
-    meds = sorted(statistics.median(rnd.choices(ratios, k=pairs)) * scale
-                  for _ in range(draws))
-    return meds[int(q * draws)]
 
 
 def log(msg):
@@ -943,6 +969,8 @@ def main(argv=None):
     if min(a.pairs_b, a.pairs_c, a.hb_pairs_b, a.hb_pairs_c, a.mig_pairs_b,
            a.mig_pairs_t, a.mig_pairs_f or 10) < 10:
         ap.error('pairs: at least 10 for every ratio')
+    if (a.why or a.replace_baseline) and not a.record_baseline:
+        ap.error('--why and --replace-baseline go with --record-baseline')
     if a.record_baseline and not (a.why or '').strip():
         ap.error('--record-baseline: say why, with --why')
     if a.record_baseline and not a.replace_baseline:
@@ -1064,8 +1092,8 @@ def main(argv=None):
     # it leaves the committed results as they are, unless --out says where
     if only - {'tools'} or a.out:
         out_dir.mkdir(parents=True, exist_ok=True)
-        (out_dir / f'{stem}.json').write_text(json.dumps(d, indent=1,
-                                                         sort_keys=True) + '\n')
+        (out_dir / f'{stem}.json').write_text(
+            json.dumps(d, indent=1, sort_keys=True) + '\n')
         md = markdown(d)
         (out_dir / f'{stem}.md').write_text(md)
         print(md)
@@ -1101,17 +1129,9 @@ def record_baseline(ko, selfko, why):
                      'ratios_B': [r3(x) for x in pipe['ratios']['B']]})
         log(f'baseline run {i + 1} of {BASELINE_RUNS}: share {share:.4f}, '
             f'{ns} ns per switch, B/A {b["median"]:.3f}')
-    doc = json.loads(BASELINE.read_text()) if BASELINE.exists() else {}
-    doc['note'] = (
-        'The bench guard (tests/test_bench.py, make check-full) against the '
-        'baseline of its host class: BASELINE_RUNS boots of the short '
-        'version (bench.SHORT) on a quiet host; the guard fails if the median '
-        'B/A ratio falls below ratio_limit or the probe\'s share of the '
-        'benchmark exceeds share_limit, both from the runs\' spread '
-        '(bench.baseline_limits). Recorded with bench/bench.py --only tools '
-        '--record-baseline --why "..."; a class\'s baseline is replaced only '
-        'with --replace-baseline, in a commit that says why.')
-    doc.setdefault('classes', {})[host_class()] = {
+    old = json.loads(BASELINE.read_text()) if BASELINE.exists() else {}
+    doc = {'note': BASELINE_NOTE, 'classes': old.get('classes', {})}
+    doc['classes'][host_class()] = {
         'flavour': FLAVOUR, 'kver': kver, 'short': SHORT,
         'hold_tracepoints': True, 'runs': runs,
         'pipe_share': r3(statistics.median(x['pipe_share'] for x in runs), 5),

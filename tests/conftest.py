@@ -113,10 +113,10 @@ def in_tier(item, gate):
 
 
 def check_markers(items):
-    """A marker's parameter must be one its test has (one of its module's
-    tests, for a module's marker), and each of its values one that
-    parameter takes there, or a kernel flavour (a run may select a few): a
-    typo would deselect nothing."""
+    """A marker's parameter must be one its test has (for a module's
+    marker, one of its module's selected tests, if any has it), and each of
+    its values one that parameter takes there, or a kernel flavour (a run
+    may select a few): a typo would deselect nothing."""
     seen = {}
     for i in items:
         mod = i.nodeid.split('::')[0]
@@ -136,6 +136,10 @@ def check_markers(items):
                 where = fn if node is i else None
                 for name, values in m.kwargs.items():
                     have = seen.get((mod, where, name))
+                    if have is None and where is None:
+                        # a module's marker, none of whose tests that take
+                        # @name was selected: nothing to check it against
+                        continue
                     if have is None:
                         raise pytest.UsageError(
                             f'{node.nodeid}: {marker}() names {name!r}, '

@@ -91,6 +91,27 @@ def test_warn_is_caught(warn_run):
 
 # ---- host only -------------------------------------------------------------
 
+@pytest.mark.parametrize('line,fatal', [
+    # WARN() to 6.x (6.12 on Debian 12) and in 7.x (sid's 7.2)
+    (b'[    5.880975] WARNING: CPU: 1 PID: 150 at /x/warn_fixture.c:11 '
+     b'warn_fixture_init+0x5/0x1000 [warn_fixture]', True),
+    (b'[    5.705175] WARNING: warn_fixture.c:11 at warn_fixture_init+0x9/'
+     b'0xff0 [warn_fixture], CPU#0: insmod/157', True),
+    (b'[   13.000000] Kernel panic - not syncing: panic_on_warn set', True),
+    # reports that do not panic: the guest goes on
+    (b'[    0.019637] RETBleed: WARNING: Spectre v2 mitigation leaves CPU '
+     b'vulnerable to RETBleed attacks, data leaks possible!', False),
+    (b'[   12.100000] WARNING: possible circular locking dependency detected',
+     False),
+    (b'[   12.100000] BUG: sleeping function called from invalid context at '
+     b'kernel/x.c:1', False),
+])
+def test_fatal_lines(line, fatal):
+    """The console lines after which the guest must end (harness.FATAL)."""
+    assert bool(harness.FATAL.search(line + b'\r\n')) is fatal
+
+
+
 # the kernel release (`uname -r` in the guest) each flavour must boot
 KVER_FORMS = {
     '5.10': r'5\.10\.\d+-\d+-amd64',

@@ -747,10 +747,10 @@ static int cge_emu_busy_open(struct inode *inode, struct file *file)
 }
 
 /*
- * Writing "CPU MW" sets that CPU's busy power from now on: the energy up
- * to now is counted at the power before. A CPU not seen online since load,
- * or a power outside emu_idle_mw..CGE_EMU_MAX_MW, is refused with -EINVAL
- * and changes nothing.
+ * Writing "CPU MW" (one write, from the start) sets that CPU's busy power
+ * from now on: the energy up to now is counted at the power before. A CPU
+ * not seen online since load, or a power outside emu_idle_mw to
+ * CGE_EMU_MAX_MW, is refused with -EINVAL and changes nothing.
  */
 static ssize_t cge_emu_busy_write(struct file *file, const char __user *ubuf,
 				  size_t len, loff_t *ppos)
@@ -760,16 +760,16 @@ static ssize_t cge_emu_busy_write(struct file *file, const char __user *ubuf,
 	unsigned long flags;
 	ssize_t ret = len;
 
-	if (!len || len >= sizeof(buf))
+	if (*ppos || !len || len >= sizeof(buf))
 		return -EINVAL;
 	if (copy_from_user(buf, ubuf, len))
 		return -EFAULT;
 	buf[len] = '\0';
 	rest = strim(buf);
-	word = strsep(&rest, " ");
+	word = strsep(&rest, " \t");
 	if (!rest || kstrtouint(word, 10, &cpu) ||
 	    kstrtouint(strim(rest), 10, &mw) || cpu >= nr_cpu_ids ||
-	    mw < emu_idle_mw || mw > CGE_EMU_MAX_MW)
+	    !cpu_possible(cpu) || mw < emu_idle_mw || mw > CGE_EMU_MAX_MW)
 		return -EINVAL;
 	raw_spin_lock_irqsave(&cge_emu_lock, flags);
 	if (cge_emu_cpus[cpu].pkg < 0) {

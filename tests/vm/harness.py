@@ -59,7 +59,12 @@ BOOT_ARGS = 'console=ttyS0 panic=-1 oops=panic panic_on_warn=1 no_timer_check'
 # with -no-reboot); one still running FATAL_GRACE s after either is
 # stopped, not waited for to its timeout: a panic can hang in TCG before it
 # reboots. Not lockdep's or might_sleep()'s reports, which do not panic.
-FATAL = re.compile(rb'WARNING: CPU: \d+ PID: \d+ at |Kernel panic - not syncing')
+# WARN()'s first line: "WARNING: CPU: 1 PID: 150 at file.c:11 func+0x5/0x10"
+# to 6.x, "WARNING: file.c:11 at func+0x9/0xff0 [mod], CPU#0: insmod/157"
+# in 7.x; not "RETBleed: WARNING: ..." nor lockdep's "WARNING: possible ...".
+FATAL = re.compile(rb'(?:^|\]\s+)WARNING: (?:CPU: \d+ PID: \d+ at |'
+                   rb'(?:\S+:\d+ )?at \S+.*, CPU#\d+: )|'
+                   rb'Kernel panic - not syncing')
 FATAL_GRACE = 60
 # The guest CPU models, 'max' and the RAPL tests' Intel and AMD models
 # alike, run without ERMS and FSRM by default.  TCG executes `rep movsb`

@@ -13,8 +13,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1].parent))
 from vm.harness import SUSPEND_CYCLE  # noqa: E402
 
-from common import (CG, LOOP_MAX_S, PARAMS, Work, root_terms_add_up, dmesg,
-                    housekeeping_on_cpu0, info, insmod, mkcg, mount_en,
+from common import (EN, LOOP_MAX_S, PARAMS, Work, root_terms_add_up, dmesg,
+                    freeze, housekeeping_on_cpu0, info, insmod, mkcg, mount_en,
                     next_sample, rmmod, running, scenarios, sh, stat,
                     umount_en, usage_at)
 
@@ -145,8 +145,11 @@ def load(params=''):
 
 
 def unload():
-    umount_en()
-    rmmod()
+    """Unmount and unload, what of it is there."""
+    if os.path.ismount(EN):
+        umount_en()
+    if PARAMS.exists():
+        rmmod()
 
 
 def held_events():
@@ -257,7 +260,16 @@ def s_wrap(ctx):
     counter between two of the module's reads, in wraps (1 or more is a
     wrap no reader can see). Reloaded at the default power after."""
     unload()
-    load(f'emu_scale={WRAP_SCALE.get(PROFILE, 10000)}')
+    try:
+        load(f'emu_scale={WRAP_SCALE.get(PROFILE, 10000)}')
+        return wrapped()
+    finally:
+        unload()
+        load()
+
+
+def wrapped():
+    """s_wrap's window, the module loaded at its scaled power."""
     mkcg('wrap')
     cpus = sorted({core_of(c) for c in range(os.cpu_count())}) \
         if PROFILE == 'amd-zen' else [0]
@@ -289,8 +301,6 @@ def s_wrap(ctx):
            'module_uj': rb['total_uj'] - ra['total_uj'],
            'hw_uj': headline_uj(tb) - headline_uj(ta),
            'conserved': root_terms_add_up(rb)}
-    unload()
-    load()
     return out
 
 
@@ -528,18 +538,6 @@ STEP_MW = {'steps/hot': 16000, 'steps/cold': 2000}
 STEP_RUNS = ((100, 1.0, 6), (2000, 0.25, 24))
 
 
-def freeze(cg, on, timeout=10):
-    """Freeze (@on) or thaw cgroup @cg, and wait until cgroup.events says
-    it is done."""
-    (CG / cg / 'cgroup.freeze').write_text(f'{int(on)}\n')
-    want = f'frozen {int(on)}'
-    deadline = time.monotonic() + timeout
-    while want not in (CG / cg / 'cgroup.events').read_text().splitlines():
-        if time.monotonic() > deadline:
-            raise RuntimeError(f'{cg}: not {want} after {timeout} s')
-        time.sleep(0.002)
-
-
 def stepped(interval_ms, phase_s, phases):
     """Busy loops in steps/hot and steps/cold, both on CPU 1 (package 1,
     alone), take turns in @phases phases of @phase_s (the other frozen);
@@ -553,7 +551,7 @@ def stepped(interval_ms, phase_s, phases):
     try:
         running(cgs)
         for cg in cgs:
-            freeze(cg, True)
+            freeze(cg)
         a = next_sample(['', *cgs], extra=truth)
         a['usage'] = usage_at(cgs)
         drawn = dict.fromkeys(cgs, 0)
@@ -563,7 +561,7 @@ def stepped(interval_ms, phase_s, phases):
             BUSY_MW.write_text(f'1 {STEP_MW[cg]}\n')
             freeze(cg, False)
             time.sleep(phase_s)
-            freeze(cg, True)
+            freeze(cg)
             now = truth()[('cpu', 1)]['uj']
             drawn[cg] += now - last
             last = now
@@ -588,9 +586,9 @@ BAD_BUSY_MW = ['1', '1 999', '1 100001', '64 5000', 'one 5000', '1 5000 2',
                '1 -5000']
 
 
-def refuse_busy_mw():
-    """{write: errno} of each BAD_BUSY_MW write, and whether busy_mw read
-    the same after them all."""
+def s_busy_mw(ctx):
+    """The emulator's power step (debugfs busy_mw) refuses each of
+    BAD_BUSY_MW with its errno and leaves every CPU's power as it was."""
     before = BUSY_MW.read_text()
     out = {}
     for w in BAD_BUSY_MW:
@@ -614,15 +612,13 @@ def s_steps(ctx):
     interval and then shorter. The module splits each interval's energy by
     CPU time, so it can follow the step only where an interval holds one
     cgroup. Reloaded from CPU 0, so that the sampler and this script stay
-    off CPU 1; the module is left loaded at the default power after."""
-    unload()
+    off CPU 1; reloaded at the defaults after, whatever happened."""
     mkcg(*STEP_MW)
     try:
+        unload()
         with housekeeping_on_cpu0():
             load()
-            refused = refuse_busy_mw()
-            return {'refused': refused,
-                    'runs': [stepped(*r) for r in STEP_RUNS]}
+            return {'runs': [stepped(*r) for r in STEP_RUNS]}
     finally:
         unload()
         load()
@@ -635,7 +631,7 @@ def s_end(ctx):
 
 SCENARIOS = {
     'intel-client': [s_detect, s_conservation_hw, s_wrap, s_packages, s_psys,
-                     s_steps, s_suspend, s_faults, s_end],
+                     s_busy_mw, s_steps, s_suspend, s_faults, s_end],
     'intel-server': [s_late_cpu, s_detect, s_conservation_hw, s_wrap,
                      s_packages, s_overflow, s_end],
     'amd-zen': [s_detect, s_conservation_hw, s_wrap, s_cores, s_sibling,
@@ -645,4 +641,4 @@ SCENARIOS = {
 if __name__ == '__main__':
     # only the deep tier's tests read these
     scenarios(SCENARIOS[PROFILE], {},
-              deep_only=(s_packages, s_psys, s_steps))
+              deep_only=(s_packages, s_psys, s_busy_mw, s_steps))
