@@ -9,7 +9,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-#include "energystat.h"
+#include "diag.h"
 
 static void vmsg(const char *fmt, va_list ap)
 {

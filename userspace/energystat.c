@@ -6,6 +6,17 @@
  * energystat.c: command line, the static mode (one sample) and the live mode
  * (rates between successive samples). See energystat.1.
  *
+ * The units below it, each with its own header, top down:
+ *   serve.c     --listen: /metrics over HTTP
+ *   output.c, prom.c  table and JSON; Prometheus text (view.h)
+ *   tree.c      resolve PATH arguments, walk a tree into a sample
+ *   series.c    each cgroup's own share of its counters
+ *   workload.c  pods, containers and units from cgroup paths
+ *   stat.c      parse energy.stat and energy.info, read small files
+ *   text.c, width.c  UTF-8, escaping, decimals; code point widths
+ *   diag.c      error messages
+ *   sample.h    the data of one reading, at the bottom
+ *
  * Exit status: 0 all shown; 1 some cgroups could not be read; 2 nothing
  * could be shown (usage error, module not loaded, not mounted, permission
  * denied, unknown cgroup).
@@ -23,7 +34,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "energystat.h"
+#include "diag.h"
+#include "stat.h"
+#include "tree.h"
+#include "text.h"
+#include "view.h"
+#include "serve.h"
 
 #define EXIT_PARTIAL	1
 #define EXIT_NOTHING	2

@@ -11,7 +11,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "energystat.h"
+#include "diag.h"
+#include "stat.h"
+#include "tree.h"
+#include "text.h"
+#include "workload.h"
+#include "view.h"
 
 static int row_cmp(const void *a, const void *b)
 {

@@ -12,7 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "energystat.h"
+#include "stat.h"
+#include "tree.h"
+#include "text.h"
+#include "view.h"
 
 #define NUMLEN	32	/* a counter in decimal, 20 digits and a point */
 #define NAMELEN	64	/* a metric name */

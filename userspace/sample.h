@@ -14,6 +14,8 @@
 #include "cgroup_energy.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#define STR_(x)		#x
+#define STR(x)		STR_(x)	/* a macro's value as a string */
 
 /* ---- energy.stat keys ------------------------------------------------ */
 

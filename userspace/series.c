@@ -25,7 +25,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "energystat.h"
+#include "tree.h"
+#include "series.h"
 
 /* The nearest read ancestor of node i in s, or NULL. */
 static struct cg_node *read_ancestor(struct sample *s, size_t i, char *buf)

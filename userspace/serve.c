@@ -31,7 +31,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "energystat.h"
+#include "diag.h"
+#include "tree.h"
+#include "view.h"
+#include "serve.h"
 
 #define SCRAPE_TIMEOUT_S	5	/* under Prometheus's default scrape_timeout, 10 s */
 #define WATTS_MIN_S		1	/* shortest window of the watts gauges */

@@ -8,12 +8,13 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "energystat.h"
+#include "stat.h"
 
 const struct key_desc key_table[NKEYS] = {
 	[K_USAGE_USEC]	= { CGE_KEY_USAGE_USEC,	KIND_CPU_USEC,	"cpu_percent" },

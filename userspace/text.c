@@ -14,7 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "energystat.h"
+#include "text.h"
 
 /* Length of the valid UTF-8 sequence at s (1-4), or 0 if invalid. */
 size_t utf8_decode(const unsigned char *s, size_t n, uint32_t *cp)

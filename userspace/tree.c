@@ -17,7 +17,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "energystat.h"
+#include "diag.h"
+#include "stat.h"
+#include "tree.h"
+#include "text.h"
+#include "series.h"
+#include "workload.h"
 
 #define MAX_WALK_DEPTH	256	/* a DIR stays open per level: bounded fds */
 #define MODULE_SYSFS	"/sys/module/" CGE_MODULE_NAME

@@ -25,7 +25,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "energystat.h"
+#include "workload.h"
 
 #define ID_LEN	64
 

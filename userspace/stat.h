@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * stat.h - parse energy.stat and energy.info text (pure) and read small files.
+ */
+#ifndef ENERGYSTAT_STAT_H
+#define ENERGYSTAT_STAT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sample.h"
+
+#define STAT_MAX_FILE	16384	/* energy.stat / energy.info larger than this is junk */
+#define STAT_MAX_LINE	255
+
+struct parse_err {
+	unsigned int line;	/* 1-based line, 0 for the whole file */
+	char msg[128];
+};
+
+int stat_parse(const char *buf, size_t len, struct cg_stat *st,
+	       struct parse_err *pe);
+
+void info_parse(const char *buf, size_t len, struct info *info);
+const char *info_get(const struct info *info, const char *key);
+bool info_u64(const struct info *info, const char *key, uint64_t *out);
+void info_free(struct info *info);
+
+/* 0 or an errno; EFBIG when larger than cap, EINVAL when not a regular file */
+int read_small_file(const char *path, char *buf, size_t cap, size_t *len);
+
+#endif /* ENERGYSTAT_STAT_H */

@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * tree.h - resolve PATH arguments and walk a tree into a sample.
+ */
+#ifndef ENERGYSTAT_TREE_H
+#define ENERGYSTAT_TREE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "sample.h"
+#include "diag.h"
+
+struct tree {
+	const char *root;	/* the tree's directory, no trailing slash ("" = /) */
+	bool default_root;	/* root is CGE_MOUNT_POINT: hints name the module */
+	int max_depth;		/* -1: unlimited */
+	char **paths;		/* normalized cgroup paths to show ("/", "/a/b") */
+	size_t npaths;
+	uint64_t deadline_ns;	/* CLOCK_MONOTONIC: walks stop there; 0, none */
+	bool exact;		/* a read must fall between two module samples */
+};
+
+enum tree_rc {
+	TREE_OK,
+	TREE_FATAL,		/* message printed; nothing can be shown */
+	TREE_LATE,		/* the walk passed deadline_ns */
+	TREE_TORN,		/* exact: every read straddled a module sample */
+};
+
+char *path_normalize(const char *in);	/* NULL on '..' above the root */
+char *path_resolve(const char *arg, const char *root);
+int path_cmp(const char *a, const char *b);
+enum tree_rc tree_check(const struct tree *t, bool *exists, struct diag *d);
+enum tree_rc sample_take(const struct tree *t, struct sample *s, struct diag *d);
+uint64_t clock_ns(clockid_t id);	/* the clock's time, ns */
+const struct cg_node *sample_find(const struct sample *s, const char *path);
+void sample_free(struct sample *s);
+
+#endif /* ENERGYSTAT_TREE_H */

@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * view.h - what output.c (rows in order, table and JSON) and prom.c
+ * (Prometheus text) print: a sample, its rates and how to show them.
+ */
+#ifndef ENERGYSTAT_VIEW_H
+#define ENERGYSTAT_VIEW_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "sample.h"
+
+enum sort_key { SORT_ENERGY, SORT_CPU, SORT_WAKEUPS, SORT_IMPACT, SORT_PATH };
+
+struct rates {
+	bool valid;
+	double r[NKEYS];	/* per key, by key_table[k].kind */
+};
+
+#define TABLE_NCOLS	4	/* the table's number columns */
+
+/*
+ * The table's shape: the terminal's size (set by the caller before each
+ * table) and the widest cell seen per column, kept between the frames of
+ * live mode so that columns do not move.
+ */
+struct table_fit {
+	size_t cols;		/* terminal columns */
+	size_t max_rows;	/* cgroup rows to print; 0: all */
+	size_t num[TABLE_NCOLS];
+	size_t path, wl;	/* CGROUP and WORKLOAD */
+};
+
+struct view {
+	const struct sample *s;
+	const struct rates *rates;	/* NULL in static mode; else one per node */
+	double interval_s;		/* live mode only */
+	const char *clock;		/* "module" or "wall", live mode only */
+	bool reset;			/* counters restarted, re-baselined */
+	const char *root;
+	enum sort_key sort;
+	bool hierarchical;		/* Prometheus: subtree counters */
+	bool openmetrics;		/* Prometheus: OpenMetrics 1.0 text */
+	const struct sample *base;	/* Prometheus: earlier sample for watts */
+	struct table_fit *fit;		/* table: its shape */
+};
+
+struct row {
+	const struct cg_node *n;
+	const struct rates *r;	/* NULL in static mode */
+	int prio;		/* 0 for the root, 1 for the others */
+	int has;		/* has a sort value (live mode: a rate) */
+	uint64_t u;		/* static sort value */
+	double dv;		/* live sort value */
+};
+
+struct row *make_rows(const struct view *v, size_t *n);
+void out_table(FILE *f, const struct view *v);
+void out_json(FILE *f, const struct view *v);
+void out_prometheus(FILE *f, const struct view *v);
+
+#endif /* ENERGYSTAT_VIEW_H */
