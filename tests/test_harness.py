@@ -243,6 +243,32 @@ def test_boot_with_a_bad_clock_is_retried_once(monkeypatch, tmp_path,
     assert len([d for d in tmp_path.iterdir() if not d.is_symlink()]) == 2
 
 
+def test_boot_with_a_splat_before_init_is_retried_once(monkeypatch,
+                                                       tmp_path, capsys):
+    # the kernel's own tick-stall WARN on a nohz_full CPU whose vCPU the
+    # host starved, before the guest's init printed anything (6.12-rt's
+    # console, panic_on_warn): no module code ran, so booted once more;
+    # the same splat twice fails with the splat
+    warn = ('[   12.120711] WARNING: CPU: 0 PID: 12 at kernel/sched/core.c:'
+            '5782 sched_tick_remote+0x17b/0x1a0')
+    stub_boot(monkeypatch, tmp_path, f'echo "{warn}"')
+    with pytest.raises(harness.VMError, match='kernel splat: .*'
+                       'sched_tick_remote'), pytest.warns(UserWarning,
+                                                          match='again'):
+        harness.run_vm('6.1', 'true', timeout=60)
+    assert 'had a kernel splat' in capsys.readouterr().err
+    assert len([d for d in tmp_path.iterdir() if not d.is_symlink()]) == 2
+
+    class Res:
+        console = warn + '\n'
+    assert harness._splat_before_init(Res).endswith('sched_tick_remote'
+                                                    '+0x17b/0x1a0')
+    # once the guest's init printed a line, a command (module code) may
+    # have run: a splat is the run's failure, never retried
+    Res.console = 'cge-guest: up 5.1\n' + warn + '\n'
+    assert harness._splat_before_init(Res) is None
+
+
 def test_boot_past_init_is_not_retried(monkeypatch, tmp_path):
     # the guest's init has printed a line: whatever happens next is a
     # failure of the run, not a boot to retry

@@ -373,9 +373,11 @@ def run_vm(flavour, commands, timeout=300, cpus=2, mem='1G', append='',
 
     Any failure raises VMError.  The one boot retried is one that did not
     reach the guest's init within boot_deadline() s, whose QEMU aborted
-    on an assertion before it, or whose kernel miscalibrated its clock
-    (BAD_CLOCK): it failed before any command, so before any module code,
-    ran; the retry says so on stderr."""
+    on an assertion before it, whose kernel warned or panicked before it
+    (a starved vCPU trips the kernel's own checks, such as
+    sched_tick_remote()'s 3 s tick stall on a nohz_full CPU), or whose
+    kernel miscalibrated its clock (BAD_CLOCK): it failed before any
+    command, so before any module code, ran; the retry says so on stderr."""
     check_qemu()
     k = kernels.kernel(flavour)
     initrd = initramfs.build(k)
@@ -390,10 +392,13 @@ def run_vm(flavour, commands, timeout=300, cpus=2, mem='1G', append='',
                 hw, hold_tracepoints)
     abort = _qemu_abort_before_init(res)
     clock = _bad_clock(res)
-    if res.stuck_before_init or abort or clock:
-        _check_splats(res)
+    early = _splat_before_init(res)
+    if res.stuck_before_init or abort or clock or early:
+        if not early:
+            _check_splats(res)
         why = (f'QEMU aborted ({abort})' if abort else
                f'miscalibrated its clock ({clock})' if clock else
+               f'had a kernel splat ({early})' if early else
                f'did not reach the guest\'s init in '
                f'{boot_deadline(flavour)} s')
         msg = (f'vm: {flavour} {why}, before any command ran (console: '
@@ -459,6 +464,16 @@ def _bad_clock(res):
     ran no command), else None."""
     m = BAD_CLOCK.search(res.console)
     return m.group(1).strip() if m else None
+
+
+def _splat_before_init(res):
+    """The kernel's splat line if the guest's kernel warned or panicked
+    before the guest's init printed anything (so before any command, any
+    module code, ran), else None."""
+    if 'cge-guest:' in res.console:
+        return None
+    line, _ = _splat_context(res.console)
+    return line.strip() if line else None
 
 
 def _qemu_abort_before_init(res):
