@@ -221,6 +221,22 @@ def test_bad_bundles_are_ignored_per_container(tool, tmp_path, runtime):
     run(tool, "--root", node.tree.path, "--runtime-root", node.rt, check_rc=0)
 
 
+def test_large_bundle_under_the_bound_is_read(tool, tmp_path):
+    """The bound is the size: a config.json of 1 MiB less 4 KiB (a long
+    environment, as a seccomp profile or many variables make) is read,
+    so the oversized one above is refused for its size alone."""
+    node, ids = standard_node(tmp_path, "containerd", "systemd")
+    nginx = ids[WEB["name"]]["nginx"]
+    spec = oci_spec(node.annotations(WEB, WEB["sandbox"], "nginx"), "")
+    spec["process"]["env"].append("PAD=")
+    pad = (1 << 20) - 4096 - len(json.dumps(spec))
+    spec["process"]["env"][-1] += "x" * pad
+    node.write_config(nginx, json.dumps(spec).encode())
+    assert (1 << 20) - 8192 < os.path.getsize(node.config_path(nginx)) < 1 << 20
+    got = json_doc(tool, node)
+    assert got[node.container_cgroup(WEB, nginx)]["container"] == "nginx"
+
+
 @pytest.mark.parametrize("arg,msg", [
     ("", "empty --runtime-root"),
     ("/nonexistent/rt", "invalid --runtime-root"),
