@@ -1256,7 +1256,8 @@ def test_man_page(tool):
     assert r.returncode == 0 and r.stderr == "", r.stderr
     text = re.sub(r".\x08", "", r.stdout)  # overstrike bold/underline
     text = " ".join(text.split())            # words, not lines
-    for word in ("--json", "--prometheus", "--root", "EXIT STATUS", "power_w",
+    for word in ("--json", "--prometheus", "--root", "--runtime-root",
+                 "EXIT STATUS", "power_w",
                  "cpu_percent", "wakeups_per_s", "impact", "modprobe",
                  "gid=", "cgroup_energy_joules_total",
                  "softirq_usec", "steal_uj", "irq_w", "steal_cpu_percent",

@@ -11,6 +11,7 @@
  *   output.c, prom.c  table and JSON; Prometheus text (view.h)
  *   tree.c      resolve PATH arguments, walk a tree into a sample
  *   series.c    each cgroup's own share of its counters
+ *   names.c     pod, namespace and container names from the runtimes' bundles
  *   workload.c  pods, containers and units from cgroup paths
  *   stat.c      parse energy.stat and energy.info, read small files
  *   text.c, width.c  UTF-8, escaping, decimals; code point widths
@@ -40,6 +41,7 @@
 #include "text.h"
 #include "view.h"
 #include "serve.h"
+#include "names.h"
 
 #define EXIT_PARTIAL	1
 #define EXIT_NOTHING	2
@@ -50,6 +52,7 @@ enum format { FMT_TABLE, FMT_JSON, FMT_PROM };
 
 struct opts {
 	const char *root;
+	const char *runtime_root;	/* --runtime-root: runtimes' state under it */
 	int depth;		/* -1: unlimited */
 	bool live;
 	double delay;		/* seconds between updates */
@@ -95,6 +98,9 @@ static void usage(FILE *f)
 "                       (cgroup_energy_subtree_*); default: its own share, so\n"
 "                       that sum() over cgroups is the root's energy\n"
 "  -r, --root DIR       read the tree at DIR (default %s)\n"
+"      --runtime-root DIR  read pod and container names from the container\n"
+"                       runtimes' state under DIR (DIR/run/containerd/...,\n"
+"                       DIR/run/containers/storage/...); default /\n"
 "  -h, --help           show this help\n"
 "  -V, --version        show the version\n"
 "\n"
@@ -151,7 +157,8 @@ static const struct {
 /* Returns -1 to go on, else an exit status. */
 static int parse_opts(int argc, char **argv, struct opts *o)
 {
-	enum { OPT_JSON = 256, OPT_PROM, OPT_HIER, OPT_LISTEN, OPT_DEPTH };
+	enum { OPT_JSON = 256, OPT_PROM, OPT_HIER, OPT_LISTEN, OPT_DEPTH,
+	       OPT_RUNTIME_ROOT };
 	static const struct option longopts[] = {
 		{ "delay", required_argument, NULL, 'd' },
 		{ "depth", required_argument, NULL, OPT_DEPTH },
@@ -166,6 +173,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{ "listen", required_argument, NULL, OPT_LISTEN },
 		{ "output", required_argument, NULL, 'o' },
 		{ "root", required_argument, NULL, 'r' },
+		{ "runtime-root", required_argument, NULL, OPT_RUNTIME_ROOT },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -176,6 +184,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 
 	memset(o, 0, sizeof(*o));
 	o->root = CGE_MOUNT_POINT;
+	o->runtime_root = "/";
 	o->depth = -1;
 	o->delay = 1.0;
 	o->sort = SORT_ENERGY;
@@ -274,6 +283,17 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 				return usage_error("empty --root", NULL);
 			o->root = optarg;
 			break;
+		case OPT_RUNTIME_ROOT: {
+			struct stat sb;
+
+			if (!*optarg)
+				return usage_error("empty --runtime-root", NULL);
+			if (stat(optarg, &sb) != 0 || !S_ISDIR(sb.st_mode))
+				return usage_error("invalid --runtime-root '%s': not "
+						   "a directory", optarg);
+			o->runtime_root = optarg;
+			break;
+		}
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -836,6 +856,12 @@ int main(int argc, char **argv)
 		diag_msg("out of memory");
 		return EXIT_NOTHING;
 	}
+	t.names = names_new(o.runtime_root);
+	if (!t.names) {
+		diag_msg("out of memory");
+		free(root);
+		return EXIT_NOTHING;
+	}
 	rc = setup_tree(&o, &t, root, &d);
 	/* Prometheus takes a counter that went down for a reset */
 	t.exact = o.fmt == FMT_PROM || o.listen;
@@ -851,6 +877,7 @@ int main(int argc, char **argv)
 	}
 	diag_finish(&d);
 	free_paths(&t);
+	names_free(t.names);
 	free(root);
 	if (fflush(stdout) != 0 || ferror(stdout)) {
 		diag_msg("cannot write the output: %s", strerror(errno));

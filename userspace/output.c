@@ -241,6 +241,9 @@ static void json_workload(FILE *f, const struct workload *wl)
 		{ "pod_uid", wl->pod_uid }, { "qos", wl->qos },
 		{ "container_id", wl->container_id },
 		{ "runtime", wl->runtime ? wl->runtime : "" }, { "unit", wl->unit },
+		{ "namespace", wl->namespace }, { "pod", wl->pod },
+		{ "container", wl->container },
+		{ "container_type", wl->container_type ? wl->container_type : "" },
 	};
 	bool first = true;
 

@@ -129,7 +129,12 @@ static void prom_head(FILE *f, const struct view *v, const char *name,
 		(int)n, name, type);
 }
 
-/* cgroup="..." and the workload's labels that are set (workload.c) */
+/*
+ * cgroup="..." and the workload's labels that are set (workload.c,
+ * names.c), one per fact: the unit only when it is not the pod's own slice
+ * or the container's own scope, whose id pod_uid or container_id already
+ * carries.
+ */
 static void prom_labels(FILE *f, const struct cg_node *n)
 {
 	const struct workload *wl = &n->wl;
@@ -137,7 +142,9 @@ static void prom_labels(FILE *f, const struct cg_node *n)
 		const char *name, *value;
 	} labels[] = {
 		{ "pod_uid", wl->pod_uid }, { "container_id", wl->container_id },
-		{ "qos", wl->qos }, { "unit", wl->unit },
+		{ "qos", wl->qos }, { "unit", wl->unit_own ? "" : wl->unit },
+		{ "namespace", wl->namespace }, { "pod", wl->pod },
+		{ "container", wl->container },
 	};
 
 	fputs("cgroup=\"", f);

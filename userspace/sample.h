@@ -90,6 +90,13 @@ struct workload {
 	char container_id[65];	/* 64 hex digits (containerd, CRI-O, Docker, Podman) */
 	const char *runtime;	/* "containerd", "cri-o", "docker", "podman" or NULL */
 	char unit[256];		/* innermost systemd unit (.service, .scope, .slice...) */
+	bool unit_own;		/* unit is the pod's own slice or the container's own
+				 * scope: it says nothing pod_uid or container_id do not */
+	/* from the runtime's bundle (names.c); empty when unknown */
+	char pod[254];		/* pod name, a DNS subdomain (253 at most) */
+	char namespace[64];	/* its namespace, a DNS label */
+	char container[64];	/* the container's name in its pod, a DNS label */
+	const char *container_type;	/* "sandbox" (the pod's pause), "container" or NULL */
 };
 
 struct cg_node {

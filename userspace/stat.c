@@ -256,13 +256,24 @@ void info_free(struct info *info)
  */
 int read_small_file(const char *path, char *buf, size_t cap, size_t *len)
 {
-	struct stat sb;
-	size_t got = 0;
-	int fd, err = 0;
+	int fd, err;
 
+	*len = 0;
 	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0)
 		return errno == ELOOP ? EINVAL : errno;
+	err = read_small_fd(fd, buf, cap, len);
+	close(fd);
+	return err;
+}
+
+/* read_small_file's reading of an open file; fd stays open */
+int read_small_fd(int fd, char *buf, size_t cap, size_t *len)
+{
+	struct stat sb;
+	size_t got = 0;
+	int err = 0;
+
 	if (fstat(fd, &sb) < 0) {
 		err = errno;
 		goto out;
@@ -295,7 +306,6 @@ int read_small_file(const char *path, char *buf, size_t cap, size_t *len)
 		got += (size_t)r;
 	}
 out:
-	close(fd);
 	*len = got;
 	return err;
 }

@@ -29,5 +29,6 @@ void info_free(struct info *info);
 
 /* 0 or an errno; EFBIG when larger than cap, EINVAL when not a regular file */
 int read_small_file(const char *path, char *buf, size_t cap, size_t *len);
+int read_small_fd(int fd, char *buf, size_t cap, size_t *len);
 
 #endif /* ENERGYSTAT_STAT_H */

@@ -22,6 +22,7 @@
 #include "tree.h"
 #include "text.h"
 #include "series.h"
+#include "names.h"
 #include "workload.h"
 
 #define MAX_WALK_DEPTH	256	/* a DIR stays open per level: bounded fds */
@@ -604,7 +605,7 @@ static bool take_again(const struct tree *t, int walks, bool exact)
  * TAKE_TRIES_EXACT walks, or as many as t->deadline_ns allows, and else
  * TREE_TORN. series_own clamps what does not add up, counted in s->torn.
  */
-enum tree_rc sample_take(const struct tree *t, struct sample *s, struct diag *d)
+static enum tree_rc take(const struct tree *t, struct sample *s, struct diag *d)
 {
 	enum tree_rc rc = sample_read(t, s, d);
 	struct sample next;
@@ -631,6 +632,16 @@ enum tree_rc sample_take(const struct tree *t, struct sample *s, struct diag *d)
 		*s = next;
 	}
 	sample_free(s);
+	return rc;
+}
+
+/* A sample (take()) with the names of its pods and containers when t has them. */
+enum tree_rc sample_take(const struct tree *t, struct sample *s, struct diag *d)
+{
+	enum tree_rc rc = take(t, s, d);
+
+	if (rc == TREE_OK && t->names)
+		names_apply(t->names, s);
 	return rc;
 }
 

@@ -13,6 +13,8 @@
 #include "sample.h"
 #include "diag.h"
 
+struct names;
+
 struct tree {
 	const char *root;	/* the tree's directory, no trailing slash ("" = /) */
 	bool default_root;	/* root is CGE_MOUNT_POINT: hints name the module */
@@ -21,6 +23,7 @@ struct tree {
 	size_t npaths;
 	uint64_t deadline_ns;	/* CLOCK_MONOTONIC: walks stop there; 0, none */
 	bool exact;		/* a read must fall between two module samples */
+	struct names *names;	/* pod and container names (names.c); NULL: none */
 };
 
 enum tree_rc {

@@ -20,7 +20,9 @@
  * prefixes the names (kubelet-kubepods-...) changes nothing. Cgroups below a
  * pod or a container (a container's own sub-cgroups) belong to it; the
  * outermost pod and container win. The unit is the innermost path component
- * named like a systemd unit.
+ * named like a systemd unit; unit_own says it is the component that gave
+ * the pod uid or the container id (its own slice or scope), so that a
+ * Prometheus series need not say the same id twice.
  */
 #include <stdio.h>
 #include <string.h>
@@ -185,7 +187,7 @@ void workload_parse(const char *path, struct workload *wl)
 	/* where the parent sits in a cgroupfs-driver kubepods tree */
 	enum { FS_NONE, FS_KUBEPODS, FS_QOS, FS_POD, FS_DOCKER } fs = FS_NONE;
 	const char *p = path;
-	unsigned int depth = 0;
+	unsigned int depth = 0, unit_at = 0, own_at = 0;
 
 	memset(wl, 0, sizeof(*wl));
 	while (*p) {
@@ -201,12 +203,17 @@ void workload_parse(const char *path, struct workload *wl)
 		c.n = strcspn(p, "/");
 		p += c.n;
 		depth++;
-		if (is_unit(&c) && c.n < sizeof(wl->unit))
+		if (is_unit(&c) && c.n < sizeof(wl->unit)) {
 			copy(wl->unit, sizeof(wl->unit), c.p, c.n);
+			unit_at = depth;
+		}
 		if (ctr)
 			continue;
-		if (runtime_container(&c, wl) || (!pod && systemd_kube(&c, wl)))
+		if (runtime_container(&c, wl) || (!pod && systemd_kube(&c, wl))) {
+			if (wl->container_id[0] || (!pod && wl->pod_uid[0]))
+				own_at = depth;
 			continue;
+		}
 		if (comp_is(&c, "kubepods")) {
 			next = FS_KUBEPODS;
 		} else if (fs == FS_KUBEPODS && qos_word(c.p, c.n)) {
@@ -226,17 +233,26 @@ void workload_parse(const char *path, struct workload *wl)
 		}
 		fs = next;
 	}
+	wl->unit_own = unit_at && unit_at == own_at;
 }
 
 /*
- * The table's workload column, one word: "pod:<uid:8>/<container id:12>",
- * "pod:<uid:8>", "<runtime>:<container id:12>", the unit, or "-". The short
- * forms are the prefixes that kubectl and docker users recognise; JSON and
- * Prometheus carry the whole ids.
+ * The table's workload column, one word: with the names of names.c
+ * "<namespace>/<pod>/<container>" ("(sandbox)" for the pod's pause
+ * container, a word no container name can be) or "<namespace>/<pod>";
+ * without, "pod:<uid:8>/<container id:12>", "pod:<uid:8>",
+ * "<runtime>:<container id:12>", the unit, or "-". The short forms are the
+ * prefixes that kubectl and docker users recognise; JSON and Prometheus
+ * carry the whole ids.
  */
 void workload_label(const struct workload *wl, char *buf, size_t sz)
 {
-	if (wl->pod_uid[0] && wl->container_id[0])
+	if (wl->pod[0] && wl->container_type)
+		snprintf(buf, sz, "%s/%s/%s", wl->namespace, wl->pod,
+			 wl->container[0] ? wl->container : "(sandbox)");
+	else if (wl->pod[0])
+		snprintf(buf, sz, "%s/%s", wl->namespace, wl->pod);
+	else if (wl->pod_uid[0] && wl->container_id[0])
 		snprintf(buf, sz, "pod:%.8s/%.12s", wl->pod_uid, wl->container_id);
 	else if (wl->pod_uid[0])
 		snprintf(buf, sz, "pod:%.8s", wl->pod_uid);

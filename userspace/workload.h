@@ -9,7 +9,8 @@
 
 #include "sample.h"
 
-#define WORKLOAD_LABEL	64	/* workload_label's buffer */
+/* workload_label's buffer: namespace/pod/container at their longest */
+#define WORKLOAD_LABEL	384
 
 void workload_parse(const char *path, struct workload *wl);
 void workload_label(const struct workload *wl, char *buf, size_t sz);
