@@ -255,3 +255,12 @@ def test_podmonitor_scrapes_the_daemonset_as_the_alerts_job():
                     'replacement': JOB}]
     # the alerts name that job
     assert f'job="{JOB}"' in alert_rules()['CgroupEnergyExporterDown']['expr']
+
+
+def test_prometheus_md_lists_the_alerts():
+    """docs/prometheus.md's table of alerts: each rule once, its `for`."""
+    text = (REPO / 'docs/prometheus.md').read_text()
+    rows = re.findall(r'^\| `(CgroupEnergy\w+)` \| .* \| (\w+) \|$', text,
+                      re.M)
+    assert sorted(rows) == sorted((a, r['for'])
+                                  for a, r in alert_rules().items())
