@@ -405,3 +405,35 @@ def test_kernel_versions_agree():
     control = ' '.join((REPO / 'debian/control').read_text().split())
     assert re.findall(r'Linux (\d+\.\d+) or later', control) == [low]
     assert f'tested on {low} to {high}' in control
+
+
+# --- the installed README ---------------------------------------------------
+
+def test_installed_readme_links_resolve(tmp_path):
+    """make install with the package's layout (debian/rules' LAYOUT, which
+    the energystat package is, tests/test_deb.py) puts every file that the
+    README links where its relative link finds it, but the licence: Debian
+    ships it as copyright (an extra licence file is a lintian warning)."""
+    rules = (REPO / 'debian/rules').read_text()
+    layout = re.search(r'^LAYOUT = ((?:.*\\\n)*.*)$', rules, re.M)[1]
+    layout = layout.replace('\\\n', ' ').split()
+    docdir = dict(v.split('=', 1) for v in layout)['DOCDIR']
+    dest = tmp_path / 'stage'
+    r = subprocess.run(['make', '--no-print-directory', '-C', str(REPO),
+                        'install', f'DESTDIR={dest}', *layout],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    doc = dest / docdir.lstrip('/')
+    readme = (doc / 'README.md').read_text()
+    links = {t.split('#')[0] for t in re.findall(r'\]\(([^)\s]+)\)', readme)
+             if not re.match(r'\w+:|#', t)}
+    assert 10 <= len(links) <= 40, links
+    missing = sorted(t for t in links if not (doc / t).is_file())
+    assert missing == ['COPYING'], missing
+    # the tree's README links the same files under dist/ and docs/
+    tree = {t.split('#')[0] for t in re.findall(
+        r'\]\(([^)\s]+)\)', (REPO / 'README.md').read_text())
+        if not re.match(r'\w+:|#', t)}
+    assert {t.replace('dist/', 'examples/', 1) for t in tree} == links
+    # debian/rules keeps them uncompressed, so the links hold in the package
+    assert re.search(r'^\tdh_compress -X\.md$', rules, re.M)
