@@ -12,7 +12,7 @@
 #   cgroup-energy_<version>_amd64.buildinfo and .changes (unsigned)
 # Environment: DEBDIR (default .build/deb in the tree; emptied first).
 # Needs git, dpkg-dev and the Build-Depends of debian/control:
-#   apt-get install dpkg-dev debhelper dh-dkms
+#   apt-get install dpkg-dev debhelper dh-dkms libmicrohttpd-dev
 set -eu
 
 REPO=$(cd "$(dirname "$0")/.." && pwd)

@@ -3,8 +3,8 @@
 # make install / make uninstall: the energystat tool and its man page
 # (userspace/Makefile), the boot integration (systemd mount unit,
 # modules-load.d entry), the node_exporter textfile service and timer (not
-# enabled), an example modprobe.d file, the README and the files' contract
-# (docs/contract.md). The module itself is installed with
+# enabled), an example modprobe.d file, the README and the documentation,
+# dashboard and deploy files it links. The module itself is installed with
 # DKMS: make dkms-install. The energystat package installs the same files
 # (debian/rules).
 #
@@ -19,7 +19,9 @@
 #                                             cgroup-energy-textfile.timer
 #   MODULESLOADDIR  lib/modules-load.d        cgroup-energy.conf
 #   DOCDIR          share/doc/cgroup-energy   modprobe.d/cgroup-energy.conf,
-#                                             README.md, contract.md
+#                                             README.md, docs/*.md, the
+#                                             dashboard and deploy files in
+#                                             examples/
 # systemd reads units and modules-load.d in /usr/local/lib as in /usr/lib and
 # /etc. BINDIR and MANDIR are fixed by userspace/Makefile, which installs the
 # tool.
@@ -50,19 +52,38 @@ dist/systemd/$TEXTFILE.service:$SYSTEMDUNITDIR/$TEXTFILE.service
 dist/systemd/$TEXTFILE.timer:$SYSTEMDUNITDIR/$TEXTFILE.timer
 dist/modules-load.d/cgroup-energy.conf:$MODULESLOADDIR/cgroup-energy.conf
 dist/modprobe.d/cgroup-energy.conf:$DOCDIR/modprobe.d/cgroup-energy.conf
-README.md:$DOCDIR/README.md
-docs/contract.md:$DOCDIR/contract.md"
+README.md:$DOCDIR/README.md"
 
 FILES="$BINDIR/energystat $MANDIR/energystat.1 $SYSTEMDUNITDIR/$UNIT
 $SYSTEMDUNITDIR/$TEXTFILE.service $SYSTEMDUNITDIR/$TEXTFILE.timer
 $MODULESLOADDIR/cgroup-energy.conf $DOCDIR/modprobe.d/cgroup-energy.conf
-$DOCDIR/README.md $DOCDIR/contract.md $MANIFEST"
+$DOCDIR/README.md $MANIFEST"
+
+# What the README links, where its relative links find it from $DOCDIR:
+# docs/ as in the tree; the dashboard and the deploy files in examples/
+# (Debian's place for files used as they are, which dh_compress leaves
+# uncompressed), where the installed README's dist/ links point.
+DOCDIRS="$DOCDIR/docs $DOCDIR/examples/grafana $DOCDIR/examples/kubernetes
+$DOCDIR/examples/prometheus"
+linked_docs() {
+	for f in "$REPO"/docs/*.md "$REPO"/docs/*.svg; do
+		echo "docs/${f##*/}:$DOCDIR/docs/${f##*/}"
+	done
+	for f in "$REPO"/dist/grafana/*.json "$REPO"/dist/kubernetes/*.yaml \
+		 "$REPO"/dist/prometheus/*.yml; do
+		echo "dist/${f#"$REPO"/dist/}:$DOCDIR/examples/${f#"$REPO"/dist/}"
+	done
+}
+OWN="$OWN
+$(linked_docs)"
+FILES="$FILES
+$(linked_docs | sed 's/^[^:]*://')"
 
 # Directories that do not exist yet, for each directory the install needs,
 # up to the first existing ancestor (DESTDIR itself is never listed).
 missing_dirs() {
 	for d in "$BINDIR" "$MANDIR" "$SYSTEMDUNITDIR" "$MODULESLOADDIR" \
-		 "$DOCDIR/modprobe.d"; do
+		 "$DOCDIR/modprobe.d" $DOCDIRS; do
 		while [ "$d" != / ] && [ "$d" != . ] && [ ! -d "$DESTDIR$d" ]; do
 			echo "$d"
 			d=$(dirname "$d")
@@ -92,6 +113,11 @@ $(sed -n 's/^dir //p' "$DESTDIR$MANIFEST")"
 			sed "s|@BINDIR@|$BINDIR|g" "$REPO/$src" >"$DESTDIR$dst"
 			chmod 0644 "$DESTDIR$dst"
 			;;
+		README.md)
+			"$INSTALL" -d "$DESTDIR$(dirname "$dst")"
+			sed 's|](dist/|](examples/|g' "$REPO/$src" >"$DESTDIR$dst"
+			chmod 0644 "$DESTDIR$dst"
+			;;
 		*) "$INSTALL" -D -m 0644 "$REPO/$src" "$DESTDIR$dst" ;;
 		esac
 	done
@@ -118,8 +144,9 @@ do_uninstall() {
 	elif [ -z "$DESTDIR" ] && command -v systemctl >/dev/null 2>&1; then
 		systemctl disable "$TEXTFILE.timer" "$UNIT" 2>/dev/null || true
 	fi
-	dirs="$DOCDIR/modprobe.d
-$DOCDIR"
+	# shellcheck disable=SC2086 # DOCDIRS: one word per directory
+	dirs=$(printf '%s\n' "$DOCDIR/modprobe.d" $DOCDIRS "$DOCDIR/examples" \
+		"$DOCDIR")
 	if [ -f "$DESTDIR$MANIFEST" ]; then
 		dirs="$dirs
 $(sed -n 's/^dir //p' "$DESTDIR$MANIFEST")"

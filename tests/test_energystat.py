@@ -685,6 +685,20 @@ def test_not_mounted(tool, tmp_path):
                      f"run mount -t cgroup_energy none {d}\n")
 
 
+def test_root_on_a_cgroup_hierarchy(tool, tmp_path):
+    """--root at a cgroup hierarchy (cgroup.procs, as every v1 or v2
+    directory has) points at the mirror, not at a mount over the cgroups."""
+    d = tmp_path / "cg"
+    d.mkdir()
+    (d / "cgroup.procs").write_text("")
+    r = run(tool, "--root", d, check_rc=2)
+    assert r.err == (f"energystat: {d} is a cgroup hierarchy, not a "
+                     "cgroup_energy tree: leave --root at "
+                     "/sys/fs/cgroup_energy, which mirrors /sys/fs/cgroup "
+                     "(a PATH may be given as /sys/fs/cgroup/...)\n")
+    assert "mount -t" not in r.err
+
+
 def as_nobody():
     os.setgroups([])
     os.setgid(NOBODY)

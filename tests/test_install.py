@@ -297,6 +297,18 @@ def stage_install(destdir, **env):
     return r
 
 
+def linked_docs(docdir):
+    """What make install puts in @docdir for the README's links: docs/ as
+    in the tree, dist/'s dashboard and deploy files in examples/."""
+    docs = {f'{docdir}/docs/{p.name}' for p in REPO.glob('docs/*')
+            if p.suffix in ('.md', '.svg')}
+    ex = {f'{docdir}/examples/{p.relative_to(REPO / "dist")}'
+          for g in ('grafana/*.json', 'kubernetes/*.yaml', 'prometheus/*.yml')
+          for p in REPO.glob(f'dist/{g}')}
+    assert 8 <= len(docs) <= 20 and 4 <= len(ex) <= 10, (docs, ex)
+    return docs | ex
+
+
 def test_install_uninstall_leaves_nothing(tmp_path):
     dest = tmp_path / 'stage'
     dest.mkdir()
@@ -316,9 +328,8 @@ def test_install_uninstall_leaves_nothing(tmp_path):
         'usr/local/lib/modules-load.d/cgroup-energy.conf',
         'usr/local/share/doc/cgroup-energy/modprobe.d/cgroup-energy.conf',
         'usr/local/share/doc/cgroup-energy/README.md',
-        'usr/local/share/doc/cgroup-energy/contract.md',
         'usr/local/share/doc/cgroup-energy/INSTALLED',
-    }
+    } | linked_docs('usr/local/share/doc/cgroup-energy')
     stage_install(dest)                                # twice is fine
     r = run(['make', '--no-print-directory', 'uninstall',
              f'DESTDIR={dest}'])

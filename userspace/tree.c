@@ -145,6 +145,21 @@ static bool module_loaded(void)
 	return stat(MODULE_SYSFS, &sb) == 0;
 }
 
+/*
+ * A cgroup hierarchy: /sys/fs/cgroup itself (a tmpfs of v1 hierarchies in
+ * the hybrid layout), or a directory with cgroup.procs (every v1 or v2 one).
+ */
+static bool is_cgroup_dir(const char *dir)
+{
+	char path[PATH_MAX + 16], *real = realpath(*dir ? dir : "/", NULL);
+	bool top = real && strcmp(real, CGE_CGROUP_ROOT) == 0;
+	struct stat sb;
+
+	free(real);
+	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
+	return top || stat(path, &sb) == 0;
+}
+
 static void perm_hint(const char *file)
 {
 	diag_msg("permission denied reading %s: run as root, or have root mount "
@@ -183,6 +198,12 @@ static void diagnose_root(const struct tree *t, bool dir, int err)
 			diag_msg("the %s module is not loaded: run modprobe %s, "
 				   "then mount -t %s none %s", CGE_MODULE_NAME,
 				   CGE_MODULE_NAME, CGE_FS_TYPE, CGE_MOUNT_POINT);
+		else if (is_cgroup_dir(t->root))
+			/* mounting over it would hide the cgroups themselves */
+			diag_msg("%s is a cgroup hierarchy, not a %s tree: "
+				   "leave --root at %s, which mirrors %s (a PATH "
+				   "may be given as %s/...)", root, CGE_FS_TYPE,
+				   CGE_MOUNT_POINT, CGE_CGROUP_ROOT, CGE_CGROUP_ROOT);
 		else
 			diag_msg("nothing mounted on %s (no %s): run mount -t %s none %s",
 				   root, CGE_STAT_FILE, CGE_FS_TYPE, root);
