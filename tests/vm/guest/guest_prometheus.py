@@ -32,7 +32,7 @@ from common import (CG, EN, REPO, Work, fifo, info, insmod, main_args,
 KO, CGWORK = main_args()
 ES, PROM_PID = os.path.abspath(sys.argv[3]), int(sys.argv[4])
 W = Work(CGWORK)
-HOST, CTR, KSM, PROM = 9400, 9401, 9402, 9090       # loopback ports
+HOST, CTR, KSM, PROM = 10043, 9401, 9402, 9090      # loopback ports
 SCRAPE_S = 60           # the issue's minute of scrapes while the loops burn
 AVG_S = (10, 60, 300)   # energy.stat's power averages' windows
 IDLE_S = 3              # their decay, after the loops stopped, over this
