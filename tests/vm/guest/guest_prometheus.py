@@ -97,6 +97,9 @@ exec {ES} --root {WORK}/energy --listen 127.0.0.1:{CTR}
 # served series that depend on when, not what, the exporter read
 TIMED = ('cgroup_energy_watts', 'cgroup_energy_measured_watts',
          'cgroup_energy_last_sample_age_seconds')
+# and the counts of each exporter process's own scrapes
+OWN = ('energystat_scrapes_total', 'energystat_scrape_errors_total',
+       'energystat_scrape_duration_seconds')
 
 
 class KsmHandler(http.server.BaseHTTPRequestHandler):
@@ -354,12 +357,12 @@ def s_join(ctx):
 
 def metrics(port):
     """/metrics of the exporter on @port: {series: value text}, without the
-    TIMED families."""
+    TIMED and OWN families."""
     out = {}
     for line in get(f'http://127.0.0.1:{port}/metrics').splitlines():
         if line and line[0] != '#':
             series, value = line.rsplit(' ', 1)
-            if series.split('{')[0] not in TIMED:
+            if series.split('{')[0] not in TIMED + OWN:
                 out[series] = value
     return out
 
