@@ -872,8 +872,10 @@ int main(int argc, char **argv)
 	char *root;
 	int rc = parse_opts(argc, argv, &o);
 
-	if (rc >= 0)
+	if (rc >= 0) {
+		filter_free(&o.filter);
 		return rc;
+	}
 	root = root_dir(o.root);
 	if (!root) {
 		diag_msg("out of memory");

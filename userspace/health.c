@@ -15,6 +15,7 @@
  * once (one per connection thread) and only one reads the tree at a time.
  * A change of the module state is logged once, not at every scrape.
  */
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -71,14 +72,30 @@ static void log_down(const struct tree *t, enum up_reason r)
 			 reason_names[r]);
 }
 
-/* Start with the tree's state now; say why it cannot be read, if so. */
-void health_init(struct health *h, const struct tree *t)
+/* Before the server starts: no scrape yet, no state known. */
+void health_init(struct health *h)
 {
 	memset(h, 0, sizeof(*h));
 	pthread_mutex_init(&h->lock, NULL);
-	h->last = health_reason(tree_probe(t, false));
-	if (h->last != UP_OK)
-		log_down(t, h->last);
+	h->last = NREASONS;
+}
+
+/*
+ * Once it listens: the tree's state now, and why it cannot be read, if
+ * so, unless a scrape already said (scrapes may come at once).
+ */
+void health_start(struct health *h, const struct tree *t)
+{
+	enum up_reason r = health_reason(tree_probe(t, false));
+	bool first;
+
+	pthread_mutex_lock(&h->lock);
+	first = h->last == NREASONS;
+	if (first)
+		h->last = r;
+	pthread_mutex_unlock(&h->lock);
+	if (first && r != UP_OK)
+		log_down(t, r);
 }
 
 void health_destroy(struct health *h)
@@ -105,7 +122,7 @@ void health_end(struct health *h, const struct tree *t, enum up_reason r)
 	was = h->last;
 	h->last = r;
 	pthread_mutex_unlock(&h->lock);
-	if (r == was)
+	if (r == was || (r == UP_OK && was == NREASONS))
 		return;
 	if (r == UP_OK)
 		diag_msg("the tree can be read again: /metrics has its series "

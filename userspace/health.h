@@ -30,7 +30,8 @@ struct health {
 	pthread_mutex_t lock;		/* scrapes run at once: guards below */
 	uint64_t scrapes;		/* scrapes begun */
 	uint64_t errors[NREASONS];	/* scrapes ended without the tree */
-	enum up_reason last;		/* the latest ended; its changes logged */
+	enum up_reason last;		/* the latest state, logged when it changes;
+					 * NREASONS: none known yet */
 };
 
 /* one scrape's outcome, for its own text */
@@ -40,7 +41,8 @@ struct scrape_result {
 	uint64_t start_ns;		/* CLOCK_MONOTONIC when it arrived */
 };
 
-void health_init(struct health *h, const struct tree *t);
+void health_init(struct health *h);
+void health_start(struct health *h, const struct tree *t);
 void health_destroy(struct health *h);
 void health_begin(struct health *h);
 enum up_reason health_reason(enum tree_state ts);

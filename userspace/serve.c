@@ -412,6 +412,7 @@ int serve(const struct tree *t, const struct serve_opts *so)
 	pthread_sigmask(SIG_BLOCK, &stop, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	pthread_mutex_init(&sv.lock, NULL);
+	health_init(&sv.health);
 	errno = 0;
 	daemon = start(flags, ss, &sv);
 	if (!daemon && any) {
@@ -429,12 +430,12 @@ int serve(const struct tree *t, const struct serve_opts *so)
 	if (!daemon) {
 		diag_msg("cannot listen on the address of --listen: %s",
 			 strerror(errno ? errno : EADDRINUSE));
+		health_destroy(&sv.health);
 		pthread_mutex_destroy(&sv.lock);
 		return 2;
 	}
-	/* before the first scrape: MHD only calls handle() on a request */
 	log_listening(ss, any, v4);
-	health_init(&sv.health, &sv.t);
+	health_start(&sv.health, &sv.t);
 	while (sigwait(&stop, &sig) != 0)
 		;
 	MHD_stop_daemon(daemon);
