@@ -368,13 +368,13 @@ class Exporter:
     """energystat --listen on a free local port, stopped with SIGTERM;
     root None: the default root (/sys/fs/cgroup_energy)."""
 
-    def __init__(self, tool, root, *args):
+    def __init__(self, tool, root, *args, preexec_fn=None):
         self.port = free_port()
         where = ["--root", root] if root is not None else []
         self.p = subprocess.Popen([tool, *where, "--listen",
                                    f"127.0.0.1:{self.port}", *args],
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                  text=True)
+                                  text=True, preexec_fn=preexec_fn)
         line = self.p.stderr.readline()
         # where it listens, address and port, first of all
         assert line == f"energystat: serving /metrics on 127.0.0.1:{self.port}\n", line
@@ -810,6 +810,45 @@ def test_not_a_tree(tool, tmp_path):
     assert up_of(body) == ("0", "not_a_tree")
 
 
+def drop_dac_caps():
+    """In the child before exec: drop CAP_DAC_OVERRIDE (1) and
+    CAP_DAC_READ_SEARCH (2) from the bounding set (prctl PR_CAPBSET_DROP,
+    24), so that root, after exec, obeys permission bits as any user."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    for cap in (1, 2):
+        if libc.prctl(24, cap, 0, 0, 0) != 0:
+            os._exit(99)
+
+
+def test_permission_denied(tool, tmp_path):
+    """A root the exporter's user may not look into (below a directory of
+    mode 0; as root, without the capabilities that bypass permission bits):
+    permission_denied, and the log says how to delegate (gid=, mode=);
+    readable again: up 1."""
+    locked = tmp_path / "locked"
+    t = Tree(locked / "ce", info={"source": "model"})
+    t.add("/", energy_uj=1, **root_keys(1))
+    os.chmod(locked, 0)
+    try:
+        x = Exporter(tool, t.path, preexec_fn=drop_dac_caps
+                     if os.geteuid() == 0 else None)
+        try:
+            body = fetch(x.port)[2].decode()
+            os.chmod(locked, 0o755)         # the mount's gid= and mode=, say
+            again = fetch(x.port)[2].decode()
+        finally:
+            rc, err = x.stop()
+    finally:
+        os.chmod(locked, 0o755)
+    assert up_of(body) == ("0", "permission_denied") and rc == 0
+    assert own(body)['energystat_scrape_errors_total{reason="permission_denied"}'] == "1"
+    assert up_of(again) == ("1", "ok")
+    assert err.startswith(f"energystat: permission denied reading {t.path}: "
+                          "run as root, or have root mount the tree with -o "
+                          "gid=<group>,mode=0440"), err
+
+
 def test_health_counters_exact(tool, exporter):
     """energystat_scrapes_total counts every scrape, this one included:
     exact after 5 scrapes one by one, 3 HEAD, then 24 at once (the counters
@@ -861,6 +900,31 @@ def test_listen_log_line_every_address(tool, tmp_path):
     assert line in (f"energystat: serving /metrics on every address, port {port}\n",
                     f"energystat: serving /metrics on every IPv4 address, "
                     f"port {port}\n"), line
+
+
+def test_listen_log_line_ipv6_loopback(tool, tmp_path):
+    """[::1]:PORT: the log says [::1] and the port; on a host without IPv6
+    (python cannot bind ::1 either) it cannot listen: exit status 2."""
+    t, _ = uneven_tree(tmp_path)
+    try:
+        with socket.socket(socket.AF_INET6) as s:
+            s.bind(("::1", 0))
+            port = s.getsockname()[1]
+    except OSError:
+        port = None
+    if port is None:
+        r = run(tool, "--root", t.path, "--listen", "[::1]:10043", check_rc=2,
+                timeout=10)
+        assert "cannot listen" in r.err
+        return
+    p = subprocess.Popen([tool, "--root", t.path, "--listen", f"[::1]:{port}"],
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        line = p.stderr.readline()
+    finally:
+        p.terminate()
+        assert p.wait(timeout=10) == 0
+    assert line == f"energystat: serving /metrics on [::1]:{port}\n", line
 
 
 FILTERS = [
