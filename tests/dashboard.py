@@ -18,7 +18,7 @@ from fixtree import Tree, root_keys
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DASHBOARD = os.path.join(REPO, "dist", "grafana", "cgroup-energy.json")
 MINUTES = 6                      # samples at 0, 1, ... MINUTES - 1 minutes
-INSTANCE = 'instance="node1:9400",job="cgroup_energy"'
+INSTANCE = 'instance="node1:10043",job="cgroup_energy"'
 
 UID1 = "5f1c3a2b-8d4e-4f6a-9b0c-1d2e3f4a5b6c"
 UID2 = "0d6a2c1e-4b3f-4e5d-8a7b-9c0d1e2f3a4b"

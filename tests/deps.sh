@@ -17,6 +17,8 @@ set -eu
 # libmicrohttpd-dev: energystat --listen's HTTP server, GNU libmicrohttpd, a
 # small C library made to embed an HTTP server (thread per connection or
 # select/epoll; it parses requests, handles keep-alive, limits and timeouts).
+# zlib1g-dev: energystat --listen gzips its answers with zlib (deflateInit2's
+# gzip wrapper), the reference deflate, instead of compression by hand.
 # prometheus-node-exporter: the textfile route's test serves the file that
 # dist/systemd/cgroup-energy-textfile.service writes with a real node_exporter.
 # fdisk (sfdisk) and e2fsprogs (mke2fs -d): the package test's server disk
@@ -34,7 +36,7 @@ xz-utils zstd rsync busybox-static python3 python3-pytest \
 linux-source-6.1 valgrind prometheus dkms openssl systemd \
 linux-perf rt-tests bpftrace debootstrap debhelper dh-dkms lintian libmicrohttpd-dev \
 iproute2 prometheus-node-exporter fdisk e2fsprogs libglib2.0-dev pkgconf \
-libjansson-dev python3-yaml"
+libjansson-dev python3-yaml zlib1g-dev"
 QEMU_PKG=qemu-system-x86
 QEMU_MIN=1:10.0
 BPO=/etc/apt/sources.list.d/cgroup-energy-bookworm-backports.sources

@@ -25,7 +25,7 @@ import need  # noqa: E402
 
 EVAL = f"{db.MINUTES - 1}m"             # the last recorded minute
 RANGE_S = 240                            # db.RANGE
-INST = {"instance": "node1:9400", "job": "cgroup_energy"}
+INST = {"instance": "node1:10043", "job": "cgroup_energy"}
 
 
 def pod_w(uid):

@@ -377,16 +377,19 @@ def free_port():
 
 
 class Exporter:
-    """energystat --listen on a free local port, stopped with SIGTERM."""
+    """energystat --listen on a free local port, stopped with SIGTERM;
+    root None: the default root (/sys/fs/cgroup_energy)."""
 
-    def __init__(self, tool, root, *args):
+    def __init__(self, tool, root, *args, preexec_fn=None):
         self.port = free_port()
-        self.p = subprocess.Popen([tool, "--root", root, "--listen",
+        where = ["--root", root] if root is not None else []
+        self.p = subprocess.Popen([tool, *where, "--listen",
                                    f"127.0.0.1:{self.port}", *args],
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                  text=True)
+                                  text=True, preexec_fn=preexec_fn)
         line = self.p.stderr.readline()
-        assert line == f"energystat: serving /metrics on port {self.port}\n", line
+        # where it listens, address and port, first of all
+        assert line == f"energystat: serving /metrics on 127.0.0.1:{self.port}\n", line
 
     def get(self, path="/metrics", method="GET", headers=None):
         c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
@@ -419,17 +422,42 @@ def exporter(tool, tmp_path):
         x.stop()
 
 
+# the exporter's own families (health.c), which --prometheus has not
+OWN = ("cgroup_energy_up", "cgroup_energy_up_info", "energystat_scrapes_total",
+       "energystat_scrape_errors_total", "energystat_scrape_duration_seconds",
+       "energystat_exported_cgroups")
+
+
+def family_of(line):
+    """The metric name of an exposition line (# HELP/# TYPE or a sample)."""
+    words = line.split(" ")
+    name = words[2] if line.startswith("# ") else words[0]
+    return name.split("{")[0]
+
+
+def without_own(text):
+    return [x for x in text.splitlines() if family_of(x) not in OWN]
+
+
+def stable(text):
+    """The lines of a text that two reads of an unchanged tree share: not
+    the exporter's own, not the age of the module's sample."""
+    return [x for x in without_own(text)
+            if family_of(x) != "cgroup_energy_last_sample_age_seconds"]
+
+
 def test_served_equals_one_shot(tool, exporter):
     """One code path: the served text is --prometheus's (a self-consistency
-    check), and promtool accepts it."""
+    check) and the exporter's own families, and promtool accepts it."""
     r, body = exporter.get()
     assert r.status == 200
     assert r.getheader("Content-Type") == "text/plain; version=0.0.4; charset=utf-8"
     promtool_check(body)
     one = run(tool, "--root", exporter.tree.path, "--prometheus", check_rc=0).out
-    strip = lambda s: [x for x in s.splitlines()
+    strip = lambda s: [x for x in without_own(s)
                        if not x.startswith("cgroup_energy_last_sample_age")]
     assert strip(body) == strip(one)
+    assert {family_of(x) for x in body.splitlines()} >= set(OWN)
     s = prom_samples(body)
     assert s["cgroup_energy_sampler_overruns_total"] == "2"
     assert s["cgroup_energy_read_errors_total"] == "1"
@@ -457,6 +485,10 @@ def test_openmetrics_when_asked(exporter):
     assert body.endswith("# EOF\n")
     assert "# TYPE cgroup_energy_joules counter\n" in body
     assert "# TYPE cgroup_energy_source info\n" in body
+    assert "# TYPE energystat_scrapes counter\n" in body
+    # a gauge: an info family of that name would be cgroup_energy_up
+    assert "# TYPE cgroup_energy_up_info gauge\n" in body
+    assert body.count("# EOF") == 1
     try:
         from prometheus_client.openmetrics.parser import text_string_to_metric_families
     except ImportError:
@@ -619,9 +651,349 @@ def test_listen_conflicts_and_busy_port(tool, tmp_path):
         r = run(tool, "--root", t.path, "--listen", f"127.0.0.1:{port}",
                 check_rc=2, timeout=10)
         assert "cannot listen" in r.err
-    r = run(tool, "--root", str(tmp_path / "none"), "--listen", "9",
-            check_rc=2, timeout=10)
-    assert "no such directory" in r.err
+    r = run(tool, "--root", t.path, "--listen", f"127.0.0.1:{free_port()}",
+            "--include", "(", check_rc=2, timeout=10)
+    assert "invalid --include '('" in r.err
+
+
+# ---- an exporter like node_exporter (issue 42) ---------------------------------
+
+import gzip  # noqa: E402
+import urllib.request as urlreq  # noqa: E402
+
+
+def fetch(port, accept_encoding=None, method="GET", accept=None):
+    """(status, headers, raw body bytes) of /metrics with urllib, which
+    sends Accept-Encoding only when told and never decompresses."""
+    req = urlreq.Request(f"http://127.0.0.1:{port}/metrics", method=method)
+    if accept_encoding is not None:
+        req.add_header("Accept-Encoding", accept_encoding)
+    if accept is not None:
+        req.add_header("Accept", accept)
+    with urlreq.urlopen(req, timeout=10) as u:
+        return u.status, u.headers, u.read()
+
+
+def own(body):
+    """The exporter's own samples of a text: {name{labels}: value}."""
+    return {k: v for k, v in prom_samples(body).items()
+            if k.split("{")[0] in OWN}
+
+
+def up_of(body):
+    """(cgroup_energy_up, its reason) of a text."""
+    s = prom_samples(body)
+    (reason,) = [k for k in s if k.startswith("cgroup_energy_up_info{")]
+    assert s[reason] == "1"
+    return s["cgroup_energy_up"], reason[len('cgroup_energy_up_info{reason="'):-2]
+
+
+def test_gzip_when_accepted(exporter):
+    """gzip when Accept-Encoding allows it (the text gunzips to what an
+    identity answer has), not when it does not; Vary names the header;
+    HEAD answers with the headers of the same coding."""
+    st, h, raw = fetch(exporter.port)
+    assert st == 200 and h["Content-Encoding"] is None
+    assert "Accept-Encoding" in [v.strip() for v in h["Vary"].split(",")]
+    plain = raw.decode()
+    assert int(h["Content-Length"]) == len(raw)
+    for ae in ("gzip", "gzip, deflate, br", "deflate;q=1.0, GZip;q=0.5",
+               "identity;q=0.5, *", "x-gzip"):
+        st, h, raw = fetch(exporter.port, ae)
+        assert st == 200 and h["Content-Encoding"] == "gzip", ae
+        assert "Accept-Encoding" in h["Vary"]
+        assert int(h["Content-Length"]) == len(raw) < len(plain) / 3
+        text = gzip.decompress(raw).decode()
+        assert stable(text) == stable(plain), ae
+    promtool_check(text)
+    for ae in ("identity", "deflate, br", "gzip;q=0", "gzip;q=0.000, *",
+               "*;q=0", ""):
+        st, h, raw = fetch(exporter.port, ae)
+        assert h["Content-Encoding"] is None and raw.startswith(b"# HELP"), ae
+    # HEAD: GET's headers, no body; the gzipped length of a scrape's text
+    st, h, raw = fetch(exporter.port, "gzip", "HEAD")
+    assert st == 200 and raw == b"" and h["Content-Encoding"] == "gzip"
+    assert 0 < int(h["Content-Length"]) < len(plain) / 3
+    st, h, raw = fetch(exporter.port, None, "HEAD")
+    assert h["Content-Encoding"] is None
+    assert abs(int(h["Content-Length"]) - len(plain)) < 16   # its duration's digits
+    # OpenMetrics gzipped too
+    st, h, raw = fetch(exporter.port, "gzip",
+                       accept="application/openmetrics-text; version=1.0.0")
+    assert h["Content-Type"].startswith("application/openmetrics-text")
+    assert gzip.decompress(raw).decode().endswith("# EOF\n")
+
+
+def test_gzip_ratio_on_1000_cgroups(tool, tmp_path, capsys):
+    """The ratio on a 1,000-cgroup tree (build_big): the text is several
+    times smaller gzipped; the figure is printed for the record."""
+    from fixtree import build_big
+    t = build_big(tmp_path / "big", n=1000)
+    x = Exporter(tool, t.path)
+    try:
+        _, _, plain = fetch(x.port)
+        _, _, gz = fetch(x.port, "gzip")
+    finally:
+        x.stop()
+    assert own(gzip.decompress(gz).decode())["energystat_exported_cgroups"] \
+        == "1001"
+    ratio = len(plain) / len(gz)
+    with capsys.disabled():
+        print(f"\ngzip on 1,000 cgroups: {len(plain)} -> {len(gz)} bytes, "
+              f"ratio {ratio:.1f}")
+    assert 400_000 < len(plain) < 440_000
+    assert 6 < ratio < 30
+
+
+def test_module_absent_then_created(tool, tmp_path):
+    """No tree at all: the exporter starts (not exit 2), /metrics answers
+    200 with cgroup_energy_up 0 (reason not_mounted) and its own metrics,
+    which promtool accepts; the tree created: up 1 and its series without a
+    restart; gone again: up 0. Each change is logged once."""
+    root = tmp_path / "ce"
+    x = Exporter(tool, str(root), "/a/b")       # a PATH that does not exist
+    try:
+        for i in range(3):
+            st, h, raw = fetch(x.port)
+            body = raw.decode()
+            assert st == 200 and up_of(body) == ("0", "not_mounted")
+            assert "cgroup_energy_joules_total" not in body
+            assert own(body)["energystat_exported_cgroups"] == "0"
+            promtool_check(body)
+        s = own(body)
+        assert s['energystat_scrape_errors_total{reason="not_mounted"}'] == "3"
+        assert s["energystat_scrapes_total"] == "3"
+        assert prom_samples(body)['energystat_build_info{version="0.1.0"}'] == "1"
+        t, e = uneven_tree(tmp_path)                # makes tmp_path/ce
+        body = fetch(x.port)[2].decode()
+        assert up_of(body) == ("1", "ok")
+        j = per_cgroup(body, "cgroup_energy_joules_total")
+        assert set(j) == {'{cgroup="/a/b"}', '{cgroup="/a/b/c"}'}
+        assert own(body)["energystat_exported_cgroups"] == "2"
+        promtool_check(body)
+        os.rename(root, tmp_path / "away")
+        body = fetch(x.port)[2].decode()
+        assert up_of(body) == ("0", "not_mounted")
+        os.rename(tmp_path / "away", root)
+        os.unlink(root / "energy.stat")             # a directory, nothing mounted
+        body = fetch(x.port)[2].decode()
+        assert up_of(body) == ("0", "not_mounted")
+        s = own(body)
+        assert s['energystat_scrape_errors_total{reason="not_mounted"}'] == "5"
+        assert s["energystat_scrapes_total"] == "6"
+        assert x.p.poll() is None
+    finally:
+        rc, err = x.stop()
+    assert rc == 0
+    lines = err.splitlines()
+    assert lines == [
+        f"energystat: no such directory: {root} (--root)",
+        "energystat: until the tree can be read, /metrics has the exporter's "
+        "own metrics and cgroup_energy_up 0 (reason not_mounted)",
+        "energystat: the tree can be read again: /metrics has its series "
+        "(cgroup_energy_up 1)",
+        f"energystat: no such directory: {root} (--root)",
+        "energystat: until the tree can be read, /metrics has the exporter's "
+        "own metrics and cgroup_energy_up 0 (reason not_mounted)"], err
+
+
+def test_default_root_module_not_loaded(tool):
+    """The default root on this host, where the module is not loaded (the
+    premise, asserted): reason not_loaded, and the log says modprobe."""
+    assert not os.path.exists("/sys/module/cgroup_energy"), \
+        "the premise: cgroup_energy is not loaded on the test host"
+    x = Exporter(tool, None)
+    try:
+        body = fetch(x.port)[2].decode()
+    finally:
+        rc, err = x.stop()
+    assert up_of(body) == ("0", "not_loaded") and rc == 0
+    assert "modprobe cgroup_energy" in err.splitlines()[0]
+
+
+def test_not_a_tree(tool, tmp_path):
+    """--root at a directory whose energy.stat is a directory: not_a_tree."""
+    (tmp_path / "ce" / "energy.stat").mkdir(parents=True)
+    x = Exporter(tool, str(tmp_path / "ce"))
+    try:
+        body = fetch(x.port)[2].decode()
+    finally:
+        x.stop()
+    assert up_of(body) == ("0", "not_a_tree")
+
+
+def drop_dac_caps():
+    """In the child before exec: drop CAP_DAC_OVERRIDE (1) and
+    CAP_DAC_READ_SEARCH (2) from the bounding set (prctl PR_CAPBSET_DROP,
+    24), so that root, after exec, obeys permission bits as any user."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    for cap in (1, 2):
+        if libc.prctl(24, cap, 0, 0, 0) != 0:
+            os._exit(99)
+
+
+def test_permission_denied(tool, tmp_path):
+    """A root the exporter's user may not look into (below a directory of
+    mode 0; as root, without the capabilities that bypass permission bits):
+    permission_denied, and the log says how to delegate (gid=, mode=);
+    readable again: up 1."""
+    locked = tmp_path / "locked"
+    t = Tree(locked / "ce", info={"source": "model"})
+    t.add("/", energy_uj=1, **root_keys(1))
+    os.chmod(locked, 0)
+    try:
+        x = Exporter(tool, t.path, preexec_fn=drop_dac_caps
+                     if os.geteuid() == 0 else None)
+        try:
+            body = fetch(x.port)[2].decode()
+            os.chmod(locked, 0o755)         # the mount's gid= and mode=, say
+            again = fetch(x.port)[2].decode()
+        finally:
+            rc, err = x.stop()
+    finally:
+        os.chmod(locked, 0o755)
+    assert up_of(body) == ("0", "permission_denied") and rc == 0
+    assert own(body)['energystat_scrape_errors_total{reason="permission_denied"}'] == "1"
+    assert up_of(again) == ("1", "ok")
+    assert err.startswith(f"energystat: permission denied reading {t.path}: "
+                          "run as root, or have root mount the tree with -o "
+                          "gid=<group>,mode=0440"), err
+
+
+def test_health_counters_exact(tool, exporter):
+    """energystat_scrapes_total counts every scrape, this one included:
+    exact after 5 scrapes one by one, 3 HEAD, then 24 at once (the counters
+    have a lock of their own, beside the tree's); errors stay 0; the
+    duration is a small positive number."""
+    for i in range(1, 6):
+        s = own(fetch(exporter.port)[2].decode())
+        assert s["energystat_scrapes_total"] == str(i)
+    for _ in range(3):
+        fetch(exporter.port, method="HEAD")
+    seen = []
+
+    def one():
+        seen.append(own(fetch(exporter.port)[2].decode()))
+
+    threads = [threading.Thread(target=one) for _ in range(24)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(timeout=60)
+    assert len(seen) == 24
+    # each counted itself when it began, after the 8 before, and saw at
+    # most the 24 that ran at once
+    assert all(9 <= int(s["energystat_scrapes_total"]) <= 32 for s in seen)
+    s = own(fetch(exporter.port)[2].decode())
+    assert s["energystat_scrapes_total"] == str(5 + 3 + 24 + 1)
+    assert s["cgroup_energy_up"] == "1"
+    assert s["energystat_exported_cgroups"] == "7"
+    errors = {k: v for k, v in s.items()
+              if k.startswith("energystat_scrape_errors_total{")}
+    assert errors == {f'energystat_scrape_errors_total{{reason="{r}"}}': "0"
+                      for r in ("not_loaded", "not_mounted", "permission_denied",
+                                "not_a_tree", "read_error", "timeout", "torn")}
+    assert 0 < float(s["energystat_scrape_duration_seconds"]) < 5
+
+
+def test_listen_log_line_every_address(tool, tmp_path):
+    """Without ADDR the log says every address (or every IPv4 address on a
+    host without IPv6) and the port."""
+    t, _ = uneven_tree(tmp_path)
+    port = free_port()
+    p = subprocess.Popen([tool, "--root", t.path, "--listen", str(port)],
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        line = p.stderr.readline()
+    finally:
+        p.terminate()
+        assert p.wait(timeout=10) == 0
+    assert line in (f"energystat: serving /metrics on every address, port {port}\n",
+                    f"energystat: serving /metrics on every IPv4 address, "
+                    f"port {port}\n"), line
+
+
+def test_listen_log_line_ipv6_loopback(tool, tmp_path):
+    """[::1]:PORT: the log says [::1] and the port; on a host without IPv6
+    (python cannot bind ::1 either) it cannot listen: exit status 2."""
+    t, _ = uneven_tree(tmp_path)
+    try:
+        with socket.socket(socket.AF_INET6) as s:
+            s.bind(("::1", 0))
+            port = s.getsockname()[1]
+    except OSError:
+        port = None
+    if port is None:
+        r = run(tool, "--root", t.path, "--listen", "[::1]:10043", check_rc=2,
+                timeout=10)
+        assert "cannot listen" in r.err
+        return
+    p = subprocess.Popen([tool, "--root", t.path, "--listen", f"[::1]:{port}"],
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        line = p.stderr.readline()
+    finally:
+        p.terminate()
+        assert p.wait(timeout=10) == 0
+    assert line == f"energystat: serving /metrics on [::1]:{port}\n", line
+
+
+FILTERS = [
+    # args, the cgroups whose series remain
+    (["--include", "/a(/.*)?"], {"/a", "/a/b", "/a/b/c", "/a/d"}),
+    (["--include", "/a"], {"/a"}),                      # anchored: /a only
+    (["--include", "a"], set()),                        # matches no whole path
+    (["--exclude", "/a/b.*"], {"/", "/a", "/a/d", "/e", "/e/f"}),
+    (["--include", "/a.*", "--exclude", "/a/b(/.*)?"], {"/a", "/a/d"}),
+    (["--include", "/e", "--include", "/a/d"], {"/e", "/a/d"}),   # any
+    (["--exclude", "/", "--exclude", ".*/[bf]"], {"/a", "/a/b/c", "/a/d", "/e"}),
+]
+
+
+@pytest.mark.parametrize("args,want", FILTERS)
+def test_include_exclude(tool, tmp_path, args, want):
+    """--include/--exclude choose the per-cgroup series of --prometheus and
+    of --listen alike (the same text); the root's machine-level families
+    stay; the own-share series then no longer sum to the root."""
+    t, e = uneven_tree(tmp_path)
+    out = run(tool, "--root", t.path, "--prometheus", *args, check_rc=0).out
+    promtool_check(out)
+    for fam in ("cgroup_energy_joules_total", "cgroup_energy_cpu_seconds_total",
+                "cgroup_energy_domain_joules_total"):
+        got = {k.split('"')[1] for k in per_cgroup(out, fam)}
+        assert got == want, fam
+    s = prom_samples(out)
+    assert s["cgroup_energy_measured_joules_total"] == str(e / 10**6).rstrip("0")
+    if "/" not in want:
+        j = per_cgroup(out, "cgroup_energy_joules_total")
+        assert sum(j.values()) * 10**6 < e
+    x = Exporter(tool, t.path, *args)
+    try:
+        body = fetch(x.port, "gzip")[2]
+    finally:
+        x.stop()
+    body = gzip.decompress(body).decode()
+    assert stable(body) == stable(out)
+    assert own(body)["energystat_exported_cgroups"] == str(len(want))
+
+
+@pytest.mark.parametrize("args,msg", [
+    (["--prometheus", "--include", "a)(b"], "invalid --include 'a)(b'"),
+    (["--prometheus", "--exclude", "["], "invalid --exclude '['"),
+    (["--prometheus", "--include", "x{2,1}"], "invalid --include 'x{2,1}'"),
+    (["--include", "/a"], "--include and --exclude choose the series of "
+     "--prometheus and --listen"),
+    (["--json", "--exclude", "/a"], "--include and --exclude choose"),
+    (["--prometheus", "--include"], "option '--include' needs an argument"),
+])
+def test_bad_filter_refused(tool, tmp_path, args, msg):
+    """A bad regex, or a filter without --prometheus or --listen: a usage
+    error (exit 2), one line, nothing on standard output."""
+    t, _ = uneven_tree(tmp_path)
+    r = run(tool, "--root", t.path, *args, check_rc=2)
+    assert r.out == "" and len(r.err.splitlines()) == 1, r.err
+    assert msg in r.err, r.err
 
 
 # ---- the node_exporter textfile route -------------------------------------------

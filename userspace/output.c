@@ -3,7 +3,8 @@
  * output.c - the rows of one sample in order, and two of its output formats:
  * an aligned table and one JSON document (one line). prom.c has the third.
  *
- * Rows are the cgroups whose energy.stat was read. Order: the root "/" first,
+ * Rows are the cgroups whose energy.stat was read (and that the view's
+ * filter keeps: --include, --exclude). Order: the root "/" first,
  * then by the sort key, largest first (cgroups without a rate yet after those
  * with one), then by path; --sort path gives tree order.
  */
@@ -62,7 +63,7 @@ struct row *make_rows(const struct view *v, size_t *n)
 		const struct cg_node *node = &s->nodes[i];
 		struct row *r = &rows[m];
 
-		if (!node->ok)
+		if (!node->ok || !filter_match(v->filter, node->path))
 			continue;
 		r->n = node;
 		r->r = v->rates ? &v->rates[i] : NULL;

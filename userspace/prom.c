@@ -114,8 +114,8 @@ static const struct {
  * no _total and an info family no _info (its samples keep them); the text
  * format 0.0.4 has no info type and calls it a gauge.
  */
-static void prom_head(FILE *f, const struct view *v, const char *name,
-		      const char *type, const char *help)
+void prom_head(FILE *f, const struct view *v, const char *name,
+	       const char *type, const char *help)
 {
 	size_t n = strlen(name);
 
@@ -349,15 +349,29 @@ static void info_families(FILE *f, const struct view *v)
 	}
 }
 
-void out_prometheus(FILE *f, const struct view *v)
+/* energystat_build_info: the version of the energystat that wrote the text */
+void prom_build_info(FILE *f, const struct view *v)
+{
+	prom_head(f, v, "energystat_build_info", "info",
+		  "The energystat that wrote this; always 1.");
+	fputs("energystat_build_info{version=\"" CGE_VERSION "\"} 1\n", f);
+}
+
+/*
+ * The sample of v as Prometheus text; returns the number of cgroups whose
+ * series it has. The root's machine-level families (measured, idle, irq...)
+ * do not depend on v->filter. v->exporter: the text is left open for the
+ * exporter's own families (health.c), which end it.
+ */
+size_t out_prometheus(FILE *f, const struct view *v)
 {
 	size_t n;
 	struct row *rows = make_rows(v, &n);
-	const struct cg_node *root = NULL;
+	const struct cg_node *root = sample_find(v->s, "/");
 	double dt = watts_window(v);
 
 	if (!rows)
-		return;
+		return 0;
 	cgroup_families(f, v, rows, n);
 	if (dt > 0)
 		watts_family(f, v, rows, n, dt);
@@ -366,16 +380,14 @@ void out_prometheus(FILE *f, const struct view *v)
 			  "Cgroups whose counters were below their descendants' in this read (own values clamped to 0; 0 when they add up).");
 		fprintf(f, "cgroup_energy_clamped_series %u\n", v->s->torn);
 	}
-	for (size_t i = 0; i < n; i++)
-		if (strcmp(rows[i].n->path, "/") == 0)
-			root = rows[i].n;
-	if (root)
+	if (root && root->ok)
 		root_families(f, v, root, dt);
 	info_families(f, v);
-	prom_head(f, v, "energystat_build_info", "info",
-		  "The energystat that wrote this; always 1.");
-	fputs("energystat_build_info{version=\"" CGE_VERSION "\"} 1\n", f);
-	if (v->openmetrics)
-		fputs("# EOF\n", f);
+	if (!v->exporter) {
+		prom_build_info(f, v);
+		if (v->openmetrics)
+			fputs("# EOF\n", f);
+	}
 	free(rows);
+	return n;
 }

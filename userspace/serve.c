@@ -12,15 +12,22 @@
  *   GET or HEAD /metrics  the tree read afresh, in the Prometheus text format
  *                         0.0.4, or OpenMetrics 1.0 when the Accept header
  *                         names application/openmetrics-text; the same text
- *                         as --prometheus (prom.c)
+ *                         as --prometheus (prom.c), then the exporter's own
+ *                         families (health.c); gzipped when Accept-Encoding
+ *                         allows it (gzip.c)
  *   other paths           404
  *   other methods         405 with Allow: GET, HEAD
  *
- * Reads are serialized (one walk at a time, concurrent scrapes wait their
- * turn) and bounded: a scrape that cannot start its walk, or whose walk has
- * not finished, SCRAPE_TIMEOUT_S after it arrived gets 503 and no partial
- * series (Prometheus records the scrape as failed: up == 0). The watts
- * gauges compare each read with an earlier one at least WATTS_MIN_S older.
+ * /metrics answers 200 whatever the module's state, as node_exporter does:
+ * a tree that cannot be read (module not loaded, nothing mounted, denied,
+ * a walk too slow or torn) gives cgroup_energy_up 0, its reason and the
+ * exporter's own metrics, and the next scrape reads the tree again, so the
+ * series come back by themselves with the module. Reads are serialized (one
+ * walk at a time, concurrent scrapes wait their turn) and bounded: a scrape
+ * that cannot start its walk, or whose walk has not finished,
+ * SCRAPE_TIMEOUT_S after it arrived has no series (reason timeout). The
+ * watts gauges compare each read with an earlier one at least WATTS_MIN_S
+ * older.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -34,6 +41,8 @@
 #include "diag.h"
 #include "tree.h"
 #include "view.h"
+#include "gzip.h"
+#include "health.h"
 #include "serve.h"
 
 #define SCRAPE_TIMEOUT_S	5	/* under Prometheus's default scrape_timeout, 10 s */
@@ -45,19 +54,27 @@
 
 #define TEXT_TYPE	"text/plain; version=0.0.4; charset=utf-8"
 #define OM_TYPE		"application/openmetrics-text; version=1.0.0; charset=utf-8"
+#define VARY		"Accept, Accept-Encoding"	/* what /metrics depends on */
 
 struct server {
 	struct tree t;			/* the tree, with the walk's timeout */
 	bool hierarchical;
+	const struct filter *filter;	/* --include, --exclude */
+	struct health health;		/* module state, own metrics; own lock */
 	pthread_mutex_t lock;		/* one read at a time; guards below */
 	struct sample older, newer;	/* earlier reads, for the watts gauges */
 	bool have_older, have_newer;
 	bool first;			/* no read yet: print its errors */
 };
 
-static enum MHD_Result reply(struct MHD_Connection *c, unsigned int status,
-			     const char *type, char *body, size_t len,
-			     const char *allow)
+/*
+ * Queue body (freed here) as the answer. allow: an Allow header; encoding:
+ * a Content-Encoding; vary: a Vary header; each NULL for none.
+ */
+static enum MHD_Result reply_coded(struct MHD_Connection *c,
+				   unsigned int status, const char *type,
+				   char *body, size_t len, const char *allow,
+				   const char *encoding, const char *vary)
 {
 	struct MHD_Response *r;
 	enum MHD_Result ret;
@@ -70,9 +87,20 @@ static enum MHD_Result reply(struct MHD_Connection *c, unsigned int status,
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
 	if (allow)
 		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow);
+	if (encoding)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_ENCODING, encoding);
+	if (vary)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_VARY, vary);
 	ret = MHD_queue_response(c, status, r);
 	MHD_destroy_response(r);
 	return ret;
+}
+
+static enum MHD_Result reply(struct MHD_Connection *c, unsigned int status,
+			     const char *type, char *body, size_t len,
+			     const char *allow)
+{
+	return reply_coded(c, status, type, body, len, allow, NULL, NULL);
 }
 
 static enum MHD_Result reply_text(struct MHD_Connection *c, unsigned int status,
@@ -123,63 +151,128 @@ static bool wants_openmetrics(struct MHD_Connection *c)
 	return accept && strstr(accept, "application/openmetrics-text");
 }
 
-static enum MHD_Result scrape(struct server *sv, struct MHD_Connection *c)
+/* Forget the earlier reads: the module may come back with new counters. */
+static void forget_reads(struct server *sv)
 {
-	uint64_t deadline = clock_ns(CLOCK_MONOTONIC) + (uint64_t)SCRAPE_TIMEOUT_S * 1000000000u;
-	struct timespec until = {
-		.tv_sec = 0,
-	};
-	struct diag d = { 0 };
-	struct sample cur;
-	struct view v = { .root = sv->t.root, .sort = SORT_ENERGY,
-			  .hierarchical = sv->hierarchical,
-			  .openmetrics = wants_openmetrics(c) };
-	enum tree_rc rc;
-	char *body = NULL;
-	size_t len = 0;
-	FILE *f;
+	if (sv->have_older)
+		sample_free(&sv->older);
+	if (sv->have_newer)
+		sample_free(&sv->newer);
+	sv->have_older = false;
+	sv->have_newer = false;
+	sv->first = true;
+}
 
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += SCRAPE_TIMEOUT_S;
-	if (pthread_mutex_timedlock(&sv->lock, &until) != 0)
-		return reply_text(c, MHD_HTTP_SERVICE_UNAVAILABLE,
-				  "energystat: earlier scrapes still reading the tree after "
-				  STR(SCRAPE_TIMEOUT_S) " s\n", NULL);
-	d.limit = sv->first ? DIAG_FIRST : 0;
+/*
+ * Read the tree into cur by deadline (CLOCK_MONOTONIC ns), sv->lock held.
+ * The root is probed first, without a message: a tree that is down costs
+ * one stat and one read, and health.c logs only its changes.
+ */
+static enum up_reason read_tree(struct server *sv, uint64_t deadline,
+				struct sample *cur)
+{
+	struct diag d = { .limit = sv->first ? DIAG_FIRST : 0 };
+	enum tree_state ts = tree_probe(&sv->t, false);
+	enum tree_rc rc;
+
+	if (ts != TS_OK)
+		return health_reason(ts);
 	/* the scrape's own deadline: the walks, retried, all end there */
 	sv->t.deadline_ns = deadline;
 	sv->t.exact = true;
-	rc = clock_ns(CLOCK_MONOTONIC) >= deadline ? TREE_LATE : sample_take(&sv->t, &cur, &d);
-	sv->first = false;
-	if (rc != TREE_OK) {
-		pthread_mutex_unlock(&sv->lock);
-		return reply_text(c, MHD_HTTP_SERVICE_UNAVAILABLE,
-				  rc == TREE_LATE ?
-				  "energystat: reading the tree took longer than "
-				  STR(SCRAPE_TIMEOUT_S) " s\n" :
-				  rc == TREE_TORN ?
-				  "energystat: every read of the tree in "
-				  STR(SCRAPE_TIMEOUT_S) " s straddled one of the "
-				  "module's samples\n" :
-				  "energystat: cannot read the tree (see energystat's "
-				  "standard error)\n", NULL);
+	rc = clock_ns(CLOCK_MONOTONIC) >= deadline ? TREE_LATE :
+	     sample_take(&sv->t, cur, &d);
+	switch (rc) {
+	case TREE_OK:
+		sv->first = false;
+		return UP_OK;
+	case TREE_LATE:
+		return UP_TIMEOUT;
+	case TREE_TORN:
+		return UP_TORN;
+	default:
+		ts = tree_probe(&sv->t, false);
+		return ts == TS_OK ? UP_READ_ERROR : health_reason(ts);
 	}
-	v.s = &cur;
-	v.base = watts_base(sv, &cur);
-	f = open_memstream(&body, &len);
-	if (f) {
-		out_prometheus(f, &v);
-		if (fclose(f) != 0) {
-			free(body);
-			body = NULL;
-		}
+}
+
+/*
+ * The text of one scrape into f: the tree's series when it could be read
+ * (r->reason UP_OK), then the exporter's own families. Takes sv->lock for
+ * the read unless it waits past the scrape's deadline (reason timeout).
+ */
+static void scrape_text(struct server *sv, FILE *f, struct view *v,
+			struct scrape_result *r)
+{
+	uint64_t deadline = r->start_ns + (uint64_t)SCRAPE_TIMEOUT_S * 1000000000u;
+	struct timespec until = { .tv_sec = 0 };
+	struct sample cur;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += SCRAPE_TIMEOUT_S;
+	if (pthread_mutex_timedlock(&sv->lock, &until) != 0) {
+		r->reason = UP_TIMEOUT;
+		health_end(&sv->health, &sv->t, r->reason);
+		health_write(f, v, &sv->health, r);
+		return;
 	}
-	keep_read(sv, &cur);
+	r->reason = read_tree(sv, deadline, &cur);
+	if (r->reason == UP_OK) {
+		v->s = &cur;
+		v->base = watts_base(sv, &cur);
+		r->cgroups = out_prometheus(f, v);
+		keep_read(sv, &cur);
+	} else {
+		forget_reads(sv);
+	}
+	health_end(&sv->health, &sv->t, r->reason);
 	pthread_mutex_unlock(&sv->lock);
-	if (!body)
+	v->s = NULL;
+	v->base = NULL;
+	health_write(f, v, &sv->health, r);
+}
+
+/* Whether the client's Accept-Encoding allows a gzipped answer. */
+static bool wants_gzip(struct MHD_Connection *c)
+{
+	return gzip_accepted(MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+						MHD_HTTP_HEADER_ACCEPT_ENCODING));
+}
+
+/*
+ * GET or HEAD /metrics: 200 whatever the module's state. HEAD gets the
+ * headers GET would (MHD sends no body), Content-Length of the same coding.
+ */
+static enum MHD_Result scrape(struct server *sv, struct MHD_Connection *c)
+{
+	struct scrape_result r = { .start_ns = clock_ns(CLOCK_MONOTONIC) };
+	struct view v = { .root = sv->t.root, .sort = SORT_ENERGY,
+			  .hierarchical = sv->hierarchical,
+			  .openmetrics = wants_openmetrics(c),
+			  .filter = sv->filter, .exporter = true };
+	const char *type = v.openmetrics ? OM_TYPE : TEXT_TYPE;
+	char *body = NULL, *gz;
+	size_t len = 0, gzlen;
+	FILE *f;
+
+	health_begin(&sv->health);
+	f = open_memstream(&body, &len);
+	if (!f)
 		return MHD_NO;
-	return reply(c, MHD_HTTP_OK, v.openmetrics ? OM_TYPE : TEXT_TYPE, body,
-		     len, NULL);
+	scrape_text(sv, f, &v, &r);
+	if (fclose(f) != 0) {
+		free(body);
+		return MHD_NO;
+	}
+	if (!wants_gzip(c))
+		return reply_coded(c, MHD_HTTP_OK, type, body, len, NULL, NULL,
+				   VARY);
+	gz = gzip_compress(body, len, &gzlen);
+	if (!gz)	/* out of memory: the text as it is */
+		return reply_coded(c, MHD_HTTP_OK, type, body, len, NULL, NULL,
+				   VARY);
+	free(body);
+	return reply_coded(c, MHD_HTTP_OK, type, gz, gzlen, NULL, "gzip", VARY);
 }
 
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
@@ -272,11 +365,36 @@ static struct MHD_Daemon *start(unsigned int flags,
 				MHD_OPTION_END);
 }
 
-/* Serve until SIGINT or SIGTERM; returns an exit status. */
-int serve(const struct tree *t, const struct sockaddr_storage *ss, bool any,
-	  bool hierarchical)
+/* Say where the daemon listens: "127.0.0.1:10043", "[::1]:10043", ... */
+static void log_listening(const struct sockaddr_storage *ss, bool any, bool v4)
 {
-	struct server sv = { .t = *t, .hierarchical = hierarchical, .first = true };
+	unsigned int port = ntohs(((const struct sockaddr_in *)ss)->sin_port);
+	char host[INET6_ADDRSTRLEN] = "";
+
+	if (any) {
+		diag_msg("serving /metrics on every %saddress, port %u",
+			 v4 ? "IPv4 " : "", port);
+	} else if (ss->ss_family == AF_INET6) {
+		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)ss)->sin6_addr,
+			  host, sizeof(host));
+		diag_msg("serving /metrics on [%s]:%u", host, port);
+	} else {
+		inet_ntop(AF_INET, &((const struct sockaddr_in *)ss)->sin_addr,
+			  host, sizeof(host));
+		diag_msg("serving /metrics on %s:%u", host, port);
+	}
+}
+
+/*
+ * Serve until SIGINT or SIGTERM; returns an exit status: 2 only when the
+ * address cannot be listened on. The tree need not be readable (health.c).
+ */
+int serve(const struct tree *t, const struct serve_opts *so)
+{
+	struct server sv = { .t = *t, .hierarchical = so->hierarchical,
+			     .filter = so->filter, .first = true };
+	const struct sockaddr_storage *ss = so->addr;
+	bool any = so->any, v4 = false;
 	unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD |
 			     MHD_USE_THREAD_PER_CONNECTION;
 	struct MHD_Daemon *daemon;
@@ -294,34 +412,35 @@ int serve(const struct tree *t, const struct sockaddr_storage *ss, bool any,
 	pthread_sigmask(SIG_BLOCK, &stop, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	pthread_mutex_init(&sv.lock, NULL);
+	health_init(&sv.health);
 	errno = 0;
 	daemon = start(flags, ss, &sv);
 	if (!daemon && any) {
 		/* a host without IPv6 (ipv6.disable=1): every IPv4 address */
-		struct sockaddr_in v4 = {
+		struct sockaddr_in v4a = {
 			.sin_family = AF_INET,
 			.sin_port = ((const struct sockaddr_in *)ss)->sin_port,
 			.sin_addr.s_addr = htonl(INADDR_ANY),
 		};
 
 		daemon = start(flags & ~MHD_USE_DUAL_STACK,
-			       (const struct sockaddr_storage *)&v4, &sv);
+			       (const struct sockaddr_storage *)&v4a, &sv);
+		v4 = true;
 	}
 	if (!daemon) {
 		diag_msg("cannot listen on the address of --listen: %s",
 			 strerror(errno ? errno : EADDRINUSE));
+		health_destroy(&sv.health);
 		pthread_mutex_destroy(&sv.lock);
 		return 2;
 	}
-	diag_msg("serving /metrics on port %u",
-		 (unsigned int)ntohs(((const struct sockaddr_in *)ss)->sin_port));
+	log_listening(ss, any, v4);
+	health_start(&sv.health, &sv.t);
 	while (sigwait(&stop, &sig) != 0)
 		;
 	MHD_stop_daemon(daemon);
-	if (sv.have_older)
-		sample_free(&sv.older);
-	if (sv.have_newer)
-		sample_free(&sv.newer);
+	forget_reads(&sv);
+	health_destroy(&sv.health);
 	pthread_mutex_destroy(&sv.lock);
 	return 0;
 }

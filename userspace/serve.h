@@ -8,11 +8,19 @@
 #include <stdbool.h>
 #include <sys/socket.h>
 
+#include "filter.h"
 #include "tree.h"
+
+/* what --listen serves, and where */
+struct serve_opts {
+	const struct sockaddr_storage *addr;	/* from listen_parse() */
+	bool any;				/* no ADDR: every address */
+	bool hierarchical;			/* --hierarchical */
+	const struct filter *filter;		/* --include, --exclude */
+};
 
 const char *listen_parse(const char *arg, struct sockaddr_storage *ss,
 			 bool *any);
-int serve(const struct tree *t, const struct sockaddr_storage *ss, bool any,
-	  bool hierarchical);
+int serve(const struct tree *t, const struct serve_opts *so);
 
 #endif /* ENERGYSTAT_SERVE_H */

@@ -167,6 +167,22 @@ static void perm_hint(const char *file)
 		   file);
 }
 
+/*
+ * What an error err from stat (dir) or from reading energy.stat says of
+ * the tree's root.
+ */
+static enum tree_state root_state(const struct tree *t, bool dir, int err)
+{
+	if (err == EACCES || err == EPERM)
+		return TS_PERMISSION;
+	if (err == ENOENT || (dir && err == ENOTDIR))
+		return t->default_root && !module_loaded() ? TS_NOT_LOADED :
+		       TS_NOT_MOUNTED;
+	if (err == EINVAL || err == EFBIG || err == ENOTDIR)
+		return TS_NOT_A_TREE;
+	return TS_ERROR;
+}
+
 /* Explain why the tree's root cannot be used. err from lstat (dir) or read. */
 static void diagnose_root(const struct tree *t, bool dir, int err)
 {
@@ -216,27 +232,44 @@ static void diagnose_root(const struct tree *t, bool dir, int err)
 		diag_msg("cannot read %s: %s", dir ? root : file, strerror(err));
 }
 
-static int read_root(const struct tree *t, char *buf, size_t *len)
+/*
+ * Read the root's energy.stat into buf. On failure, say why (when say) and
+ * return what the failure says of the tree.
+ */
+static enum tree_state read_root(const struct tree *t, char *buf, size_t *len,
+				 bool say)
 {
 	char path[PATH_MAX + 32];
 	struct stat sb;
+	bool dir = true;
+	int err = 0;
 
 	if (stat(*t->root ? t->root : "/", &sb) < 0) {
-		diagnose_root(t, true, errno);
-		return -1;
+		err = errno;
+	} else if (!S_ISDIR(sb.st_mode)) {
+		err = ENOTDIR;
+	} else {
+		snprintf(path, sizeof(path), "%s/%s", t->root, CGE_STAT_FILE);
+		err = read_small_file(path, buf, STAT_MAX_FILE, len);
+		dir = false;
 	}
-	if (!S_ISDIR(sb.st_mode)) {
-		diagnose_root(t, true, ENOTDIR);
-		return -1;
-	}
-	snprintf(path, sizeof(path), "%s/%s", t->root, CGE_STAT_FILE);
-	int err = read_small_file(path, buf, STAT_MAX_FILE, len);
+	if (!err)
+		return TS_OK;
+	if (say)
+		diagnose_root(t, dir, err);
+	return root_state(t, dir, err);
+}
 
-	if (err) {
-		diagnose_root(t, false, err);
-		return -1;
-	}
-	return 0;
+/*
+ * Whether the tree can be read now, and if not why (no message unless
+ * say): the exporter's module state, probed before each scrape.
+ */
+enum tree_state tree_probe(const struct tree *t, bool say)
+{
+	char buf[STAT_MAX_FILE];
+	size_t len;
+
+	return read_root(t, buf, &len, say);
 }
 
 /* Before the first sample: the tree is usable, and which PATHs exist. */
@@ -246,7 +279,7 @@ enum tree_rc tree_check(const struct tree *t, bool *exists, struct diag *d)
 	char path[PATH_MAX + 32];
 	size_t len;
 
-	if (read_root(t, buf, &len) < 0)
+	if (read_root(t, buf, &len, true) != TS_OK)
 		return TREE_FATAL;
 	for (size_t i = 0; i < t->npaths; i++) {
 		struct stat sb;
@@ -520,7 +553,7 @@ static enum tree_rc sample_read(const struct tree *t, struct sample *s,
 	snprintf(ipath, sizeof(ipath), "%s/%s", t->root, CGE_INFO_FILE);
 	if (read_small_file(ipath, buf, sizeof(buf), &len) == 0)
 		info_parse(buf, len, &s->info);
-	if (read_root(t, buf, &len) < 0)
+	if (read_root(t, buf, &len, true) != TS_OK)
 		return TREE_FATAL;
 	esc_term(file, MSG_PATH, *t->root ? t->root : "");
 	strcat(file, "/" CGE_STAT_FILE);

@@ -33,9 +33,20 @@ enum tree_rc {
 	TREE_TORN,		/* exact: every read straddled a module sample */
 };
 
+/* What the tree's root says (tree_probe): readable, or why not. */
+enum tree_state {
+	TS_OK,
+	TS_NOT_LOADED,		/* default root, the module not loaded */
+	TS_NOT_MOUNTED,		/* no directory or no energy.stat at the root */
+	TS_PERMISSION,		/* EACCES or EPERM */
+	TS_NOT_A_TREE,		/* energy.stat not a small regular file */
+	TS_ERROR,		/* any other error */
+};
+
 char *path_normalize(const char *in);	/* NULL on '..' above the root */
 char *path_resolve(const char *arg, const char *root);
 int path_cmp(const char *a, const char *b);
+enum tree_state tree_probe(const struct tree *t, bool say);
 enum tree_rc tree_check(const struct tree *t, bool *exists, struct diag *d);
 enum tree_rc sample_take(const struct tree *t, struct sample *s, struct diag *d);
 uint64_t clock_ns(clockid_t id);	/* the clock's time, ns */

@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "filter.h"
 #include "sample.h"
 
 enum sort_key { SORT_ENERGY, SORT_CPU, SORT_WAKEUPS, SORT_IMPACT, SORT_PATH };
@@ -45,6 +46,8 @@ struct view {
 	bool hierarchical;		/* Prometheus: subtree counters */
 	bool openmetrics;		/* Prometheus: OpenMetrics 1.0 text */
 	const struct sample *base;	/* Prometheus: earlier sample for watts */
+	const struct filter *filter;	/* Prometheus: whose series; NULL all */
+	bool exporter;			/* Prometheus: the caller ends the text */
 	struct table_fit *fit;		/* table: its shape */
 };
 
@@ -60,6 +63,9 @@ struct row {
 struct row *make_rows(const struct view *v, size_t *n);
 void out_table(FILE *f, const struct view *v);
 void out_json(FILE *f, const struct view *v);
-void out_prometheus(FILE *f, const struct view *v);
+size_t out_prometheus(FILE *f, const struct view *v);
+void prom_head(FILE *f, const struct view *v, const char *name,
+	       const char *type, const char *help);
+void prom_build_info(FILE *f, const struct view *v);
 
 #endif /* ENERGYSTAT_VIEW_H */

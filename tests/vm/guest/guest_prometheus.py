@@ -32,7 +32,7 @@ from common import (CG, EN, REPO, Work, fifo, info, insmod, main_args,
 KO, CGWORK = main_args()
 ES, PROM_PID = os.path.abspath(sys.argv[3]), int(sys.argv[4])
 W = Work(CGWORK)
-HOST, CTR, KSM, PROM = 9400, 9401, 9402, 9090       # loopback ports
+HOST, CTR, KSM, PROM = 10043, 9401, 9402, 9090      # loopback ports
 SCRAPE_S = 60           # the issue's minute of scrapes while the loops burn
 AVG_S = (10, 60, 300)   # energy.stat's power averages' windows
 IDLE_S = 3              # their decay, after the loops stopped, over this
@@ -97,6 +97,9 @@ exec {ES} --root {WORK}/energy --listen 127.0.0.1:{CTR}
 # served series that depend on when, not what, the exporter read
 TIMED = ('cgroup_energy_watts', 'cgroup_energy_measured_watts',
          'cgroup_energy_last_sample_age_seconds')
+# and the counts of each exporter process's own scrapes
+OWN = ('energystat_scrapes_total', 'energystat_scrape_errors_total',
+       'energystat_scrape_duration_seconds')
 
 
 class KsmHandler(http.server.BaseHTTPRequestHandler):
@@ -354,12 +357,12 @@ def s_join(ctx):
 
 def metrics(port):
     """/metrics of the exporter on @port: {series: value text}, without the
-    TIMED families."""
+    TIMED and OWN families."""
     out = {}
     for line in get(f'http://127.0.0.1:{port}/metrics').splitlines():
         if line and line[0] != '#':
             series, value = line.rsplit(' ', 1)
-            if series.split('{')[0] not in TIMED:
+            if series.split('{')[0] not in TIMED + OWN:
                 out[series] = value
     return out
 
