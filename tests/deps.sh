@@ -23,11 +23,15 @@ set -eu
 # (tests/vm/server.py), partitioned and filled with no loop device.
 # libglib2.0-dev and pkgconf: make bench's QEMU plugin (bench/insncount.c),
 # whose API header includes glib.h.
+# strace: what energystat does while it serves, against the filters of
+# energystat-exporter.service (tests/test_exporter_service.py), as systemd
+# cannot run the unit on the host.
 PKGS="gcc make perl bc flex bison libelf-dev libssl-dev dwarves cpio kmod \
 xz-utils zstd rsync busybox-static python3 python3-pytest \
 linux-source-6.1 valgrind prometheus dkms openssl systemd \
 linux-perf rt-tests bpftrace debootstrap debhelper dh-dkms lintian libmicrohttpd-dev \
-iproute2 prometheus-node-exporter fdisk e2fsprogs libglib2.0-dev pkgconf"
+iproute2 prometheus-node-exporter fdisk e2fsprogs libglib2.0-dev pkgconf \
+strace"
 QEMU_PKG=qemu-system-x86
 QEMU_MIN=1:10.0
 BPO=/etc/apt/sources.list.d/cgroup-energy-bookworm-backports.sources

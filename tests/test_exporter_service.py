@@ -6,7 +6,10 @@ the unit as make install writes it verifies and runs `energystat --listen
 tests/results/exporter-security.json, which says why each item still
 exposed stays; the sysusers.d file makes the group and the user (a member
 of it) in an empty root; the mount unit gives the files to that group.
-The service on a booted server is tests/test_server.py's.
+systemd cannot run the unit here, so strace shows what energystat does
+while it serves scrapes, against the unit's filters (syscalls, socket
+families, W+X mappings, /proc, writes). The service on a booted server is
+tests/test_server.py's.
 
     python3 tests/test_exporter_service.py --record
 
@@ -17,8 +20,12 @@ import json
 import os
 import re
 import shutil
+import signal
+import socket
 import subprocess
 import sys
+import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -195,6 +202,114 @@ def test_mount_gives_the_files_to_the_group():
     opts = dict(directives(text))['Options'].split(',')
     assert f'gid={GROUP}' in opts and 'mode=0440' in opts, opts
     assert re.search(r'^After=systemd-sysusers\.service$', text, re.M)
+
+
+def syscall_set(names):
+    """The syscalls of a SystemCallFilter= value: names and @groups, as
+    `systemd-analyze syscall-filter` lists them (groups expanded)."""
+    out = set()
+    for n in names:
+        if not n.startswith('@'):
+            out.add(n)
+            continue
+        r = run(['systemd-analyze', 'syscall-filter', n])
+        assert r.returncode == 0, r.out
+        body = [ln.strip() for ln in r.stdout.splitlines()[1:]]
+        out |= syscall_set([ln for ln in body
+                            if ln and not ln.startswith('#')])
+    return out
+
+
+def unit_filters(text):
+    """(allowed syscalls, socket families) of a unit's SystemCallFilter=
+    lines (allow lists, then ~deny lists) and RestrictAddressFamilies=."""
+    allow, deny = set(), set()
+    for k, v in directives(text):
+        if k == 'SystemCallFilter' and v.startswith('~'):
+            deny |= syscall_set(v[1:].split())
+        elif k == 'SystemCallFilter':
+            allow |= syscall_set(v.split())
+    fams = [v.split() for k, v in directives(text)
+            if k == 'RestrictAddressFamilies']
+    assert allow and deny and len(fams) == 1
+    return allow - deny, set(fams[0])
+
+
+def serve_traced(tool, tree, trace):
+    """energystat --listen on a free port, as the unit runs it (every
+    address), under strace -f: two scrapes (plain, gzip), then SIGTERM as
+    systemctl stop sends it. The HTTP statuses."""
+    with socket.socket() as s:
+        s.bind(('127.0.0.1', 0))
+        port = s.getsockname()[1]
+    # the tool's pid, for the SIGTERM (strace's own would detach it)
+    pidfile = trace.with_name('pid')
+    p = subprocess.Popen([need.need('strace', 'strace'), '-f', '-qq',
+                          '-o', str(trace), 'sh', '-c',
+                          'echo $$ >"$0" && exec "$@"', str(pidfile),
+                          str(tool), '--root', str(tree),
+                          '--listen', str(port)],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    statuses = []
+    try:
+        deadline = time.monotonic() + 20       # a hang guard
+        while True:
+            try:
+                socket.create_connection(('127.0.0.1', port), 1).close()
+                break
+            except OSError:
+                assert p.poll() is None, p.stderr.read()
+                assert time.monotonic() < deadline, 'never listened'
+                time.sleep(0.05)
+        for hdr in ({}, {'Accept-Encoding': 'gzip'}):
+            req = urllib.request.Request(
+                f'http://127.0.0.1:{port}/metrics', headers=hdr)
+            with urllib.request.urlopen(req, timeout=20) as r:
+                r.read()
+                statuses.append(r.status)
+    finally:
+        if pidfile.exists():
+            os.kill(int(pidfile.read_text()), signal.SIGTERM)
+        else:
+            p.kill()
+        p.wait(timeout=20)
+    return statuses
+
+
+def test_filters_admit_what_the_exporter_does(staged, tmp_path):
+    """Every syscall energystat makes while it serves is in the unit's
+    SystemCallFilter= set, every socket it opens of a family the unit
+    allows, no mapping is writable and executable (MemoryDenyWriteExecute=),
+    no /proc file but its own is opened (ProcSubset=pid), and no file is
+    opened for writing (ProtectSystem=strict, no ReadWritePaths=)."""
+    from fixtree import build_big
+    need.need('systemd-analyze', 'systemd')
+    allowed, families = unit_filters((staged / UNITS / SERVICE).read_text())
+    tree = build_big(tmp_path / 'tree', n=50)
+    trace = tmp_path / 'trace'
+    assert serve_traced(staged / 'usr/bin/energystat', tree.path,
+                        trace) == [200, 200]
+    text = trace.read_text()
+    # from the tool's execve on (the sh before it is not the service's)
+    text = text[text.index(f'execve("{staged}/usr/bin/energystat"'):]
+    calls = re.findall(r'^\d+ +([a-z_0-9]+)\((.*)$', text, re.M)
+    names = {n for n, _ in calls}
+    assert {'openat', 'accept4', 'listen'} <= names, sorted(names)
+    assert sorted(names - allowed) == []
+    socks = [a.split(',')[0] for n, a in calls if n == 'socket']
+    assert 1 <= len(socks) <= 4 and set(socks) <= families, socks
+    wx = [a for n, a in calls if n in ('mmap', 'mprotect', 'pkey_mprotect')
+          and 'PROT_WRITE' in a and 'PROT_EXEC' in a]
+    assert wx == []
+    opened = [(m[1], m[2]) for m in re.finditer(
+        r'^\d+ +openat\(AT_FDCWD, "([^"]*)", ([A-Z_|]+)', text, re.M)]
+    assert len(opened) > 50, opened[:10]             # the tree was read
+    procs = [f for f, _ in opened if f.startswith('/proc/') and not
+             re.match(r'/proc/(self|thread-self)/', f)]
+    assert procs == []
+    writes = [f for f, fl in opened if re.search(r'O_(WRONLY|RDWR|CREAT)',
+                                                  fl)]
+    assert writes == []
 
 
 def record():
