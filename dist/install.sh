@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: GPL-2.0
 # make install / make uninstall: the energystat tool and its man page
 # (userspace/Makefile), the boot integration (systemd mount unit,
-# modules-load.d entry), the node_exporter textfile service and timer (not
-# enabled), an example modprobe.d file, the README and the documentation,
-# dashboard and deploy files it links. The module itself is installed with
+# modules-load.d entry), the exporter's service, its options file and its
+# accounts (sysusers.d), the node_exporter textfile service and timer (none
+# of them enabled), an example modprobe.d file, the README and the
+# documentation, dashboard and deploy files it links. The module itself is installed with
 # DKMS: make dkms-install. The energystat package installs the same files
 # (debian/rules).
 #
@@ -15,15 +16,20 @@
 #   BINDIR          bin                       energystat
 #   MANDIR          share/man/man1            energystat.1
 #   SYSTEMDUNITDIR  lib/systemd/system        sys-fs-cgroup_energy.mount,
+#                                             energystat-exporter.service,
 #                                             cgroup-energy-textfile.service,
 #                                             cgroup-energy-textfile.timer
 #   MODULESLOADDIR  lib/modules-load.d        cgroup-energy.conf
+#   SYSUSERSDIR     lib/sysusers.d            energystat.conf
+#   SYSCONFDIR      etc (/etc for PREFIX=/usr) default/energystat-exporter
 #   DOCDIR          share/doc/cgroup-energy   modprobe.d/cgroup-energy.conf,
 #                                             README.md, docs/*.md, the
 #                                             dashboard and deploy files in
 #                                             examples/
-# systemd reads units and modules-load.d in /usr/local/lib as in /usr/lib and
-# /etc. BINDIR and MANDIR are fixed by userspace/Makefile, which installs the
+# systemd reads units, modules-load.d and sysusers.d in /usr/local/lib as in
+# /usr/lib and /etc. Without DESTDIR, install runs systemd-sysusers for the
+# exporter's accounts (the mount unit names their group); uninstall keeps
+# them, as removing a Debian package does. BINDIR and MANDIR are fixed by userspace/Makefile, which installs the
 # tool.
 #
 # $DOCDIR/INSTALLED lists every file installed and every directory install
@@ -37,17 +43,28 @@ BINDIR=$PREFIX/bin
 MANDIR=$PREFIX/share/man/man1
 SYSTEMDUNITDIR=${SYSTEMDUNITDIR:-$PREFIX/lib/systemd/system}
 MODULESLOADDIR=${MODULESLOADDIR:-$PREFIX/lib/modules-load.d}
+SYSUSERSDIR=${SYSUSERSDIR:-$PREFIX/lib/sysusers.d}
+# as meson and autoconf's users do: /usr's configuration is in /etc
+if [ "$PREFIX" = /usr ]; then
+	SYSCONFDIR=${SYSCONFDIR:-/etc}
+else
+	SYSCONFDIR=${SYSCONFDIR:-$PREFIX/etc}
+fi
 DOCDIR=${DOCDIR:-$PREFIX/share/doc/cgroup-energy}
 MAKE=${MAKE:-make}
 INSTALL=${INSTALL:-install}
 UNIT=sys-fs-cgroup_energy.mount
 TEXTFILE=cgroup-energy-textfile
+EXPORTER=energystat-exporter
 MANIFEST=$DOCDIR/INSTALLED
 
 say() { echo "cgroup-energy: $*"; }
 
 # Files installed here (besides the tool and man page): source:destination.
 OWN="dist/systemd/$UNIT:$SYSTEMDUNITDIR/$UNIT
+dist/systemd/$EXPORTER.service:$SYSTEMDUNITDIR/$EXPORTER.service
+dist/default/$EXPORTER:$SYSCONFDIR/default/$EXPORTER
+dist/sysusers.d/energystat.conf:$SYSUSERSDIR/energystat.conf
 dist/systemd/$TEXTFILE.service:$SYSTEMDUNITDIR/$TEXTFILE.service
 dist/systemd/$TEXTFILE.timer:$SYSTEMDUNITDIR/$TEXTFILE.timer
 dist/modules-load.d/cgroup-energy.conf:$MODULESLOADDIR/cgroup-energy.conf
@@ -55,6 +72,8 @@ dist/modprobe.d/cgroup-energy.conf:$DOCDIR/modprobe.d/cgroup-energy.conf
 README.md:$DOCDIR/README.md"
 
 FILES="$BINDIR/energystat $MANDIR/energystat.1 $SYSTEMDUNITDIR/$UNIT
+$SYSTEMDUNITDIR/$EXPORTER.service $SYSCONFDIR/default/$EXPORTER
+$SYSUSERSDIR/energystat.conf
 $SYSTEMDUNITDIR/$TEXTFILE.service $SYSTEMDUNITDIR/$TEXTFILE.timer
 $MODULESLOADDIR/cgroup-energy.conf $DOCDIR/modprobe.d/cgroup-energy.conf
 $DOCDIR/README.md $MANIFEST"
@@ -83,7 +102,7 @@ $(linked_docs | sed 's/^[^:]*://')"
 # up to the first existing ancestor (DESTDIR itself is never listed).
 missing_dirs() {
 	for d in "$BINDIR" "$MANDIR" "$SYSTEMDUNITDIR" "$MODULESLOADDIR" \
-		 "$DOCDIR/modprobe.d" $DOCDIRS; do
+		 "$SYSUSERSDIR" "$SYSCONFDIR/default" "$DOCDIR/modprobe.d" $DOCDIRS; do
 		while [ "$d" != / ] && [ "$d" != . ] && [ ! -d "$DESTDIR$d" ]; do
 			echo "$d"
 			d=$(dirname "$d")
@@ -105,12 +124,15 @@ do_install() {
 $(sed -n 's/^dir //p' "$DESTDIR$MANIFEST")"
 	fi
 	"$MAKE" -C "$REPO/userspace" install PREFIX="$PREFIX" DESTDIR="$DESTDIR"
-	# a service's ExecStart names the tool where this install puts it
+	# a service names the tool and its options file where this install
+	# puts them
 	echo "$OWN" | while IFS=: read -r src dst; do
 		case $src in
-		*.service)
+		*.service | dist/default/*)
 			"$INSTALL" -d "$DESTDIR$(dirname "$dst")"
-			sed "s|@BINDIR@|$BINDIR|g" "$REPO/$src" >"$DESTDIR$dst"
+			sed -e "s|@BINDIR@|$BINDIR|g" \
+				-e "s|@SYSCONFDIR@|$SYSCONFDIR|g" \
+				"$REPO/$src" >"$DESTDIR$dst"
 			chmod 0644 "$DESTDIR$dst"
 			;;
 		README.md)
@@ -129,20 +151,30 @@ $(sed -n 's/^dir //p' "$DESTDIR$MANIFEST")"
 	} >"$DESTDIR$MANIFEST"
 	chmod 0644 "$DESTDIR$MANIFEST"
 	for f in $FILES; do say "installed $DESTDIR$f"; done
+	if [ -z "$DESTDIR" ] && command -v systemd-sysusers >/dev/null 2>&1
+	then
+		systemd-sysusers "$SYSUSERSDIR/energystat.conf"
+	elif [ -z "$DESTDIR" ]; then
+		say "no systemd-sysusers: make the group and user of" \
+			"$SYSUSERSDIR/energystat.conf, or the mount fails"
+	fi
 	if systemd_running; then
 		systemctl daemon-reload
 	fi
 	if [ -z "$DESTDIR" ]; then
 		say "next: make dkms-install (the module), then" \
-			"systemctl enable --now $UNIT"
+			"systemctl enable --now $UNIT; the exporter:" \
+			"systemctl enable --now $EXPORTER.service"
 	fi
 }
 
 do_uninstall() {
 	if systemd_running; then
-		systemctl disable --now "$TEXTFILE.timer" "$UNIT" 2>/dev/null || true
+		systemctl disable --now "$TEXTFILE.timer" "$EXPORTER.service" \
+			"$UNIT" 2>/dev/null || true
 	elif [ -z "$DESTDIR" ] && command -v systemctl >/dev/null 2>&1; then
-		systemctl disable "$TEXTFILE.timer" "$UNIT" 2>/dev/null || true
+		systemctl disable "$TEXTFILE.timer" "$EXPORTER.service" \
+			"$UNIT" 2>/dev/null || true
 	fi
 	# shellcheck disable=SC2086 # DOCDIRS: one word per directory
 	dirs=$(printf '%s\n' "$DOCDIR/modprobe.d" $DOCDIRS "$DOCDIR/examples" \

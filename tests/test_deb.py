@@ -3,7 +3,8 @@
 tree, nothing written into it) builds cgroup-energy-dkms and energystat,
 lintian passes, the dkms package holds the module's DKMS sources and the
 maintainer scripts of dh_dkms, the energystat package the files of
-`make install`. Installing them on a booted Debian 12 server, with its
+`make install`, with the exporter's accounts made by dh_installsysusers'
+script and its service installed but not enabled. Installing them on a booted Debian 12 server, with its
 reboots and a purge, is tests/test_server.py."""
 import re
 import subprocess
@@ -186,9 +187,15 @@ def test_energystat_enables_the_mount_without_starting_it(debs, tmp_path):
     deb = debs[TOOL_PKG]
     unit = 'sys-fs-cgroup_energy.mount'
     found, rest = sections(script(deb, 'postinst', tmp_path))
-    assert set(found) == {'dh_installsystemd'} and rest == SCRIPT_HEAD
+    assert set(found) == {'dh_installsysusers', 'dh_installsystemd'}
+    assert rest == SCRIPT_HEAD
     assert f"deb-systemd-helper enable '{unit}'" in found['dh_installsystemd']
-    assert 'deb-systemd-invoke' not in found['dh_installsystemd']
+    # neither started nor stopped nor restarted by the package: no
+    # deb-systemd-invoke names it, and no preinst stops it on upgrade
+    for name in ('postinst', 'prerm', 'postrm'):
+        assert not re.search(rf"deb-systemd-invoke .*'{unit}'",
+                             script(deb, name, tmp_path)), name
+    assert script(deb, 'preinst', tmp_path) is None
     # the node_exporter textfile timer: installed, not started, enabled
     # again on upgrade only where the admin enabled it (dh_installsystemd
     # --no-enable: `debian-installed` is false on a first installation)
@@ -203,3 +210,50 @@ def test_energystat_enables_the_mount_without_starting_it(debs, tmp_path):
     assert f"deb-systemd-helper purge '{unit}'" in found['dh_installsystemd']
     r = run(['dpkg-deb', '-f', str(deb), 'Recommends'])
     assert r.stdout.strip() == DKMS_PKG
+
+
+def test_energystat_exporter_and_its_accounts(debs, tmp_path):
+    """The service, its options file (a conffile) and the sysusers.d file;
+    postinst makes the accounts (dh_installsysusers) before it would start
+    the service, which it enables on no installation: deb-systemd-invoke
+    starts or restarts only a unit the admin enabled. No script removes
+    the accounts (purge keeps them)."""
+    deb = debs[TOOL_PKG]
+    svc = 'energystat-exporter.service'
+    files = contents(deb)
+    assert {f'/lib/systemd/system/{svc}', '/etc/default/energystat-exporter',
+            '/usr/lib/sysusers.d/energystat.conf'} <= files
+    assert script(deb, 'conffiles', tmp_path).split() == \
+        ['/etc/default/energystat-exporter']
+    text = script(deb, 'postinst', tmp_path)
+    found, _ = sections(text)
+    sysusers = 'systemd-sysusers ${DPKG_ROOT:+--root="$DPKG_ROOT"} ' \
+        'energystat.conf\n'
+    assert found['dh_installsysusers'].count(sysusers) == 1, found
+    start = f"deb-systemd-invoke $_dh_action '{svc}'"
+    assert text.count(start) == 1
+    assert text.index(sysusers) < text.index(start)
+    assert f"if deb-systemd-helper debian-installed '{svc}'; then" in text
+    assert text.count(f"deb-systemd-helper enable '{svc}'") == 1
+    assert text.index(f"debian-installed '{svc}'") < \
+        text.index(f"deb-systemd-helper enable '{svc}'")
+    assert f"deb-systemd-invoke stop '{svc}'" in script(deb, 'prerm',
+                                                        tmp_path)
+    for name in ('preinst', 'postinst', 'prerm', 'postrm'):
+        s = script(deb, name, tmp_path) or ''
+        assert not re.search(r'\b(deluser|delgroup|userdel|groupdel)\b', s), \
+            name
+    r = run(['dpkg-deb', '-f', str(deb), 'Depends'])
+    assert 'systemd | systemd-standalone-sysusers | systemd-sysusers' in \
+        r.stdout, r.out
+    # the installed unit runs the installed tool with the options file
+    root = tmp_path / 'root'
+    r = run(['dpkg-deb', '-x', str(deb), str(root)])
+    assert r.returncode == 0, r.out
+    unit = (root / f'lib/systemd/system/{svc}').read_text()
+    assert re.search(r'^ExecStart=/usr/bin/energystat --listen 10043 \$ARGS$',
+                     unit, re.M), unit
+    assert re.search(r'^EnvironmentFile=-/etc/default/energystat-exporter$',
+                     unit, re.M), unit
+    assert (root / 'usr/lib/sysusers.d/energystat.conf').read_bytes() == \
+        (REPO / 'dist/sysusers.d/energystat.conf').read_bytes()

@@ -353,6 +353,7 @@ def test_every_documented_command_parses(tool):
 
 # Build-Depends names that are not the package to install by hand.
 BUILD_DEP_PACKAGE = {'debhelper-compat': 'debhelper',
+                     'dh-sequence-installsysusers': 'debhelper',
                      'dh-sequence-dkms': 'dh-dkms'}
 
 

@@ -9,6 +9,7 @@ The private tree lives under .build/dkms-test/ (the VM sees the host root
 read-only over 9p, and its /tmp is its own) and is deleted at the end.
 The tests run in file order: the VM test loads the module that the fixture
 installed, the uninstall test removes it."""
+import grp
 import os
 import re
 import shutil
@@ -219,8 +220,14 @@ def example_options():
 
 
 def example_mount_options():
+    """The mount unit's options, with its group by a name that every Debian
+    has (the guest's /etc is the host's, which lacks the package's group;
+    mount(8) resolves the name either way), and that group's gid."""
     text = (REPO / 'dist/systemd' / UNIT).read_text()
-    return re.search(r'^#Options=(\S+)$', text, re.M).group(1)
+    opts = re.search(r'^Options=(\S+)$', text, re.M).group(1)
+    assert 'gid=cgroup-energy' in opts.split(','), opts
+    return (opts.replace('gid=cgroup-energy', 'gid=nogroup'),
+            str(grp.getgrnam('nogroup').gr_gid))
 
 
 def module_params(ko):
@@ -247,8 +254,7 @@ def test_dkms_module_loads_in_vm(vm, installed, tree):
     ko = inst[0]
     # the example's values (its test checks they are the defaults)
     args = ' '.join(f'{p}={v}' for p, v in example_options().items())
-    mopts = example_mount_options()
-    gid = re.search(r'gid=(\d+)', mopts).group(1)
+    mopts, gid = example_mount_options()
     mp = '/sys/fs/cgroup_energy'
     res = vm.run({
         'insmod': f'insmod {ko} {args}',
@@ -323,6 +329,9 @@ def test_install_uninstall_leaves_nothing(tmp_path):
         'usr/local/bin/energystat',
         'usr/local/share/man/man1/energystat.1',
         f'usr/local/lib/systemd/system/{UNIT}',
+        'usr/local/lib/systemd/system/energystat-exporter.service',
+        'usr/local/etc/default/energystat-exporter',
+        'usr/local/lib/sysusers.d/energystat.conf',
         f'usr/local/lib/systemd/system/{TEXTFILE}.service',
         f'usr/local/lib/systemd/system/{TEXTFILE}.timer',
         'usr/local/lib/modules-load.d/cgroup-energy.conf',

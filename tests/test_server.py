@@ -7,15 +7,21 @@ guest does at each boot is tests/vm/guest/server_agent.sh; the checks here
 read what it recorded:
 
 1. 6.1: `apt install ./cgroup-energy-dkms_*.deb ./energystat_*.deb` builds
-   and installs the module for the running kernel, with no other step.
+   and installs the module for the running kernel, with no other step, and
+   makes group cgroup-energy and user energystat; the exporter's service is
+   installed, not enabled; enabled, it serves cgroup_energy_up 0 (the
+   module is not loaded until the next boot).
 2. 6.1 again: the module is loaded and /sys/fs/cgroup_energy mounted by the
-   units, the system is `running`, a service started with systemd-run has
-   energy and energystat lists it; then `apt install` of the 6.12 kernel
-   and its headers builds the module for 6.12.
-3. 6.12, GRUB's new default: the same checks.
-4. 5.10, which has no headers, so no build: the mount is skipped and the
-   system is `running`; `apt purge` of both packages leaves no module,
-   unit, file or DKMS tree.
+   units, its files 0440 of cgroup-energy, the system is `running`, a
+   service started with systemd-run has energy and energystat lists it; the
+   exporter runs as energystat and serves up 1, keeps serving (up 0) with
+   the module unloaded and up 1 once the mount loaded it again; then `apt
+   install` of the 6.12 kernel and its headers builds the module for 6.12.
+3. 6.12, GRUB's new default: the same checks (the exporter: up 1).
+4. 5.10, which has no headers, so no build: the mount is skipped, the
+   exporter serves up 0 and the system is `running`; `apt purge` of both
+   packages leaves no module, unit, file or DKMS tree, and the system
+   accounts (Debian keeps them).
 
 Nothing is simulated: the guest's own apt, dpkg, dkms, systemd and GRUB,
 without network (the 6.12 packages are in the image's apt cache).  Every
@@ -261,3 +267,75 @@ def test_purge_leaves_nothing(scenario):
     for pkg in ('cgroup-energy-dkms', 'energystat'):
         assert f'no packages found matching {pkg}' in b.ok('left_dpkg'), \
             b.out('left_dpkg')
+
+
+# --- the exporter: energystat-exporter.service -----------------------------
+
+def up(b, name):
+    """cgroup_energy_up of the exporter's response in @name (an HTTP 200)."""
+    out = b.ok(name)
+    assert re.match(r'HTTP/1\.[01] 200 ', out), out[-2000:]
+    m = re.search(r'^cgroup_energy_up (\d)\s*$', out, re.M)
+    assert m, out[-2000:]
+    return int(m[1])
+
+
+def exporter_runs(b, name='exporter'):
+    """The service is enabled and running, never restarted, as user
+    energystat in group cgroup-energy."""
+    out = b.ok(name)
+    props = dict(ln.split('=', 1) for ln in out.splitlines() if '=' in ln)
+    assert props.get('UnitFileState') == 'enabled', out
+    assert (props.get('ActiveState'), props.get('SubState')) == \
+        ('active', 'running'), out
+    assert props.get('NRestarts') == '0', out
+    ps = [ln.split() for ln in out.splitlines() if '=' not in ln]
+    assert ps and ps[-1][:2] == ['energystat', 'cgroup-energy'], out
+
+
+def test_the_package_makes_the_accounts_and_leaves_the_exporter_off(
+        scenario):
+    b = boot(scenario, 1)
+    out = b.ok('accounts')
+    assert re.search(r'^cgroup-energy:x:\d+:energystat$', out, re.M), out
+    assert re.search(r'^uid=\d+\(energystat\) .*groups=.*\(cgroup-energy\)',
+                     out, re.M), out
+    props = dict(ln.split('=', 1) for ln in
+                 b.out('exporter_installed').splitlines() if '=' in ln)
+    assert props.get('UnitFileState') == 'disabled', props
+    assert props.get('ActiveState') == 'inactive', props
+
+
+@pytest.mark.parametrize('i', [1, 4], ids=['before-the-first-load',
+                                           'kernel-without-a-build'])
+def test_exporter_serves_without_the_module(scenario, i):
+    b = boot(scenario, i)
+    if i == 1:
+        b.ok('exporter_enable')
+    exporter_runs(b)
+    assert up(b, 'scrape') == 0
+
+
+def test_exporter_reads_the_module_unprivileged(scenario):
+    b = boot(scenario, 2)
+    perms = b.ok('perms').split('\n')
+    assert [ln.split()[1:] for ln in perms if ln] == \
+        [['440', 'cgroup-energy']] * 2, perms
+    exporter_runs(b)
+    assert up(b, 'scrape') == 1
+    assert 'cgroup="/system.slice"' in b.out('scrape'), b.out('scrape')
+    b.ok('unload')
+    assert up(b, 'scrape_unloaded') == 0
+    b.ok('reload')
+    assert up(b, 'scrape_reloaded') == 1
+    exporter_runs(b, 'exporter_after')
+    b3 = boot(scenario, 3)
+    exporter_runs(b3)
+    assert up(b3, 'scrape') == 1
+
+
+def test_purge_keeps_the_system_accounts(scenario):
+    b = boot(scenario, 4)
+    b.ok('purge')
+    out = b.ok('accounts')
+    assert re.search(r'^cgroup-energy:x:\d+:energystat$', out, re.M), out

@@ -98,6 +98,41 @@ burn() {
 	run burn_stop 'systemctl stop burn.service'
 }
 
+# The exporter (energystat-exporter.service, port 10043): GET /metrics once
+# it answers (10 s at most; the image has no curl: bash's /dev/tcp), the
+# response with its headers.
+get_metrics() {
+	bash -c 'exec 3<>/dev/tcp/127.0.0.1/10043 &&
+		printf "GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n" >&3 &&
+		cat <&3'
+}
+scrape() {
+	i=0
+	until get_metrics 2>/dev/null; do
+		i=$((i + 1))
+		[ $i -le 100 ] || return 1
+		sleep 0.1
+	done
+}
+# The service's state and the credentials its process runs with.
+exporter_state() {
+	systemctl show -p UnitFileState,ActiveState,SubState,NRestarts energystat-exporter.service
+	ps -o user=,group=,supgrp= -p "$(systemctl show -p MainPID --value energystat-exporter.service)"
+}
+# What the exporter does where the module is loaded and mounted: the files'
+# mode and group, a scrape (cgroup_energy_up 1), one with the module
+# unloaded (it keeps serving, up 0), one after the mount loaded it again.
+exporter_with_module() {
+	run perms 'stat -c "%n %a %G" /sys/fs/cgroup_energy/energy.stat /sys/fs/cgroup_energy/energy.info'
+	run exporter 'exporter_state'
+	run scrape 'scrape'
+	run unload 'systemctl stop sys-fs-cgroup_energy.mount && rmmod cgroup_energy'
+	run scrape_unloaded 'scrape'
+	run reload 'systemctl start sys-fs-cgroup_energy.mount && grep -qw ^cgroup_energy /proc/modules'
+	run scrape_reloaded 'scrape'
+	run exporter_after 'exporter_state'
+}
+
 case $n in
 1)	# the image as built: 6.1, no module; install the two packages
 	boot_state
@@ -107,10 +142,18 @@ case $n in
 	run modinfo 'modinfo -F filename cgroup_energy'
 	run signer 'modinfo -F signer cgroup_energy'
 	run sig_key 'modinfo -F sig_key cgroup_energy'
+	# the accounts; the exporter installed, not enabled; enabled, it runs
+	# and serves without the module (not loaded until the next boot)
+	run accounts 'getent group cgroup-energy && id energystat'
+	run exporter_installed 'exporter_state'
+	run exporter_enable 'systemctl enable --now energystat-exporter.service'
+	run scrape 'scrape'
+	run exporter 'exporter_state'
 	next_boot ;;
 2)	# 6.1 with the packages; then install 6.12 and its headers
 	boot_state
 	burn
+	exporter_with_module
 	need install "apt install -y $LATER_SPECS"
 	run dkms 'dkms status'
 	run modinfo "modinfo -k $LATER_KVER -F filename cgroup_energy"
@@ -121,6 +164,8 @@ case $n in
 3)	# GRUB's default, the newest kernel: 6.12; then 5.10, once
 	boot_state
 	burn
+	run exporter 'exporter_state'
+	run scrape 'scrape'
 	# GRUB's id of the 5.10 entry, in its "Advanced options" submenu
 	sub=$(grep -o "gnulinux-advanced-[0-9a-f-]*" /boot/grub/grub.cfg | head -1)
 	entry="gnulinux-$NO_BUILD_KVER-advanced-${sub#gnulinux-advanced-}"
@@ -129,6 +174,8 @@ case $n in
 4)	# a kernel without headers, so without the module; then purge
 	boot_state
 	run modprobe 'modprobe cgroup_energy'
+	run exporter 'exporter_state'
+	run scrape 'scrape'
 	need listed 'dpkg-query -L cgroup-energy-dkms energystat >/var/tmp/listed'
 	need purge 'apt purge -y cgroup-energy-dkms energystat'
 	# files of the packages still there (directories other packages share,
@@ -137,7 +184,9 @@ case $n in
 	run left_module 'find /lib/modules /usr/lib/modules -name "cgroup_energy*"'
 	run left_dkms 'ls -d /var/lib/dkms/cgroup-energy /usr/src/cgroup-energy-* 2>/dev/null; true'
 	# (an emptied directory, such as /lib/modules-load.d, goes with them)
-	run left_units 'find $(ls -d /etc /lib/systemd /usr/lib/systemd /lib/modules-load.d /usr/lib/modules-load.d 2>/dev/null) \( -name "*cgroup*energy*" -o -name "sys-fs-cgroup_energy*" \)'
+	run left_units 'find $(ls -d /etc /lib/systemd /usr/lib/systemd /lib/modules-load.d /usr/lib/modules-load.d 2>/dev/null) \( -name "*cgroup*energy*" -o -name "sys-fs-cgroup_energy*" -o -name "energystat*" \)'
+	# purge keeps the system accounts (sysusers.d/energystat.conf)
+	run accounts 'getent group cgroup-energy && id energystat'
 	run left_dpkg 'dpkg-query -W -f="\${Package} \${db:Status-Abbrev}\n" cgroup-energy-dkms energystat 2>&1; true'
 	run left_doc 'ls -d /usr/share/doc/energystat /usr/share/doc/cgroup-energy-dkms 2>/dev/null; true'
 	finish ;;
