@@ -304,8 +304,13 @@ def test_filters_admit_what_the_exporter_does(staged, tmp_path):
     opened = [(m[1], m[2]) for m in re.finditer(
         r'^\d+ +openat\(AT_FDCWD, "([^"]*)", ([A-Z_|]+)', text, re.M)]
     assert len(opened) > 50, opened[:10]             # the tree was read
+    # glibc's malloc reads overcommit_memory when it shrinks a thread's
+    # heap (the exporter's threads free their scrapes' memory); under
+    # ProcSubset=pid the open fails and glibc releases the pages with
+    # madvise(MADV_DONTNEED), as it does unless overcommit is strict
     procs = [f for f, _ in opened if f.startswith('/proc/') and not
-             re.match(r'/proc/(self|thread-self)/', f)]
+             re.match(r'/proc/(self|thread-self)/', f) and
+             f != '/proc/sys/vm/overcommit_memory']
     assert procs == []
     writes = [f for f, fl in opened if re.search(r'O_(WRONLY|RDWR|CREAT)',
                                                   fl)]
