@@ -211,13 +211,16 @@ def test_manifest_kinds():
 def test_daemonset_reads_the_node_tree_read_only():
     _, pod, c = pod_and_container()
     (vol,) = pod['volumes']
-    assert vol['hostPath'] == {'path': MOUNT, 'type': 'Directory'}
+    # the mount's parent, which exists before the module loads and after
+    # it unloads: the pod starts at once and sees the node's later mounts
+    parent, leaf = MOUNT.rsplit('/', 1)
+    assert vol['hostPath'] == {'path': parent, 'type': 'Directory'}
     (vm,) = c['volumeMounts']
     assert vm['name'] == vol['name'] and vm['readOnly'] is True
     assert vm['mountPropagation'] == 'HostToContainer'
     args = c['args']
     assert c['command'] == ['/usr/bin/energystat']
-    assert args[args.index('--root') + 1] == vm['mountPath']
+    assert args[args.index('--root') + 1] == vm['mountPath'] + '/' + leaf
     assert args[args.index('--listen') + 1] == str(PORT)
     assert c['ports'] == [{'name': 'metrics', 'containerPort': PORT,
                            'protocol': 'TCP'}]
