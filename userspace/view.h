@@ -46,6 +46,10 @@ struct view {
 	bool openmetrics;		/* Prometheus: OpenMetrics 1.0 text */
 	const struct sample *base;	/* Prometheus: earlier sample for watts */
 	struct table_fit *fit;		/* table: its shape */
+	bool raw;			/* table: exact numbers, no human units */
+	bool top;			/* table: the interactive view's layout */
+	const bool *hide;		/* per node: left out (live depth); NULL: none */
+	const struct rates *machine;	/* the root's rates; NULL: since load */
 };
 
 struct row {
@@ -59,6 +63,7 @@ struct row {
 
 struct row *make_rows(const struct view *v, size_t *n);
 void out_table(FILE *f, const struct view *v);
+size_t out_machine(FILE *f, const struct view *v, size_t cols);
 void out_json(FILE *f, const struct view *v);
 void out_prometheus(FILE *f, const struct view *v);
 
