@@ -23,11 +23,13 @@ set -eu
 # (tests/vm/server.py), partitioned and filled with no loop device.
 # libglib2.0-dev and pkgconf: make bench's QEMU plugin (bench/insncount.c),
 # whose API header includes glib.h.
+# tmux: tests/test_energystat.py runs the interactive live view in a real
+# terminal of 80 and 200 columns, sends it keys and reads the screen back.
 PKGS="gcc make perl bc flex bison libelf-dev libssl-dev dwarves cpio kmod \
 xz-utils zstd rsync busybox-static python3 python3-pytest \
 linux-source-6.1 valgrind prometheus dkms openssl systemd \
 linux-perf rt-tests bpftrace debootstrap debhelper dh-dkms lintian libmicrohttpd-dev \
-iproute2 prometheus-node-exporter fdisk e2fsprogs libglib2.0-dev pkgconf"
+iproute2 prometheus-node-exporter fdisk e2fsprogs libglib2.0-dev pkgconf tmux"
 QEMU_PKG=qemu-system-x86
 QEMU_MIN=1:10.0
 BPO=/etc/apt/sources.list.d/cgroup-energy-bookworm-backports.sources

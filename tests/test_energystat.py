@@ -1350,3 +1350,368 @@ def test_valgrind(tool, tree, tmp_path, args, rc):
     r = subprocess.run(VALGRIND + [tool, "--root", tmp_path / "none"],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and "==" not in r.stderr, r.stderr
+
+
+# ---- human units, the machine line ------------------------------------------
+
+@pytest.mark.parametrize("uj,shown", [
+    (0, "0.00 J"), (2_500_000, "2.50 J"), (12_345_678, "12.3 J"),
+    (999_400_000, "999 J"), (999_600_000, "1.00 kJ"),
+    (12_345_000_000, "12.3 kJ"), (35_999_000_000, "36.0 kJ"),
+    (36_000_000_000, "10.0 Wh"), (110_736_000_000, "30.8 Wh"),
+    (3_598_000_000_000, "999 Wh"), (3_600_000_000_000, "1.00 kWh"),
+    (36_000_000_000_000, "10.0 kWh"), (U64_MAX, "5124096 kWh")])
+def test_human_energy(tool, tmp_path, uj, shown):
+    """ENERGY in J below 1 kJ, kJ below 10 Wh, Wh below 1 kWh, kWh above;
+    --raw: the exact joules of before (one hour of 30.76 W: 110736.000)."""
+    t = Tree(tmp_path / "ce")
+    t.add("/", energy_uj=uj)
+    head, rows = table(run(tool, "--root", t.path, check_rc=0).out)
+    assert head[1] == "ENERGY" and rows[0][1][0] == shown
+    head, rows = table(run(tool, "--root", t.path, "--raw", check_rc=0).out)
+    assert head[1] == "ENERGY(J)" and rows[0][1][0] == joules(uj)
+
+
+@pytest.mark.parametrize("delta_uj,shown,raw", [
+    (50_000, "0.05 W", "0.050"), (1_500_000, "1.50 W", "1.500"),
+    (35_250_000, "35.2 W", "35.250"), (12_345_678_000, "12346 W",
+                                       "12345.678")])
+def test_human_power(tool, tree, delta_uj, shown, raw):
+    """POWER in W, over exactly 1 s of the module's clock."""
+    ns = 10**12
+    for args in ((), ("--raw",)):
+        tree.set_info({"last_sample_ns": ns})
+        tree.add("/user.slice", energy_uj=2_500_000, usage_usec=3_000_000,
+                 wakeups=400, impact_usec=3_000_000)
+        p = subprocess.Popen([tool, "--root", tree.path, "-d", "0.3", "-n",
+                              "1", *args], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        wait_first_read(p)
+        tree.add("/user.slice", energy_uj=2_500_000 + delta_uj,
+                 usage_usec=3_000_000, wakeups=400, impact_usec=3_000_000)
+        tree.set_info({"last_sample_ns": ns + 1_000_000_000})
+        out, err = p.communicate(timeout=20)
+        assert p.returncode == 0, err
+        head, rows = table(out)
+        assert head[1] == ("POWER(W)" if args else "POWER")
+        assert dict(rows)["/user.slice"][0] == (raw if args else shown)
+
+
+def machine_parts(line):
+    """'machine...: total X U = tasks X U + idle X U ...' -> {name: Decimal}."""
+    m = re.match(r"machine(?: since load)?: total (\S+) (J|W) = (.*)$", line)
+    parts = {"total": Decimal(m.group(1))}
+    for name, v in re.findall(r"(?:= |\+ )?(\w+) (\S+) " + m.group(2),
+                              m.group(3)):
+        parts[name] = Decimal(v)
+    return parts
+
+
+def test_machine_line_adds_up(tool, tree):
+    """The machine line: the root's total_uj and its parts (tasks' energy_uj,
+    idle, irq, softirq, steal) add up exactly, as the contract's identity;
+    --raw prints them exact, to the microjoule."""
+    r = run(tool, "--root", tree.path, "--raw", check_rc=0,
+            env=dict(os.environ, COLUMNS="300"))
+    line = r.out.splitlines()[-1]
+    p = machine_parts(line)
+    assert list(p) == ["total", "tasks", "idle", "irq", "softirq", "steal"]
+    uj = lambda k: Decimal(ROOT[k]) / 10**6
+    assert p == {"total": uj("total_uj"), "tasks": Decimal(10),
+                 "idle": uj("idle_uj"), "irq": uj("irq_uj"),
+                 "softirq": uj("softirq_uj"), "steal": uj("steal_uj")}
+    assert p["total"] == sum(v for k, v in p.items() if k != "total")
+    assert line == ("machine since load: total 12.5 J = tasks 10 J + idle 2 J"
+                    " + irq 0.300001 J + softirq 0.149999 J + steal 0.05 J")
+    # human units, wrapped at 80 columns
+    r = run(tool, "--root", tree.path, check_rc=0)
+    assert r.out.splitlines()[-2:] == [
+        "machine since load: total 12.5 J = tasks 10.0 J + idle 2.00 J + "
+        "irq 0.30 J", "  + softirq 0.15 J + steal 0.05 J"]
+    # an older module: no irq/softirq/steal keys, total = tasks + idle
+    tree.add("/", energy_uj=10_000_000, usage_usec=8_000_000, wakeups=1000,
+             impact_usec=9_000_000, total_uj=12_000_000, idle_uj=2_000_000,
+             idle_usec=1)
+    r = run(tool, "--root", tree.path, "--raw", check_rc=0)
+    assert r.out.splitlines()[-1] == (
+        "machine since load: total 12 J = tasks 10 J + idle 2 J")
+    # no total_uj: no machine line
+    tree.add("/", energy_uj=10_000_000)
+    r = run(tool, "--root", tree.path, check_rc=0)
+    assert not any(ln.startswith("machine") for ln in r.out.splitlines())
+
+
+# ---- the interactive live view, in tmux --------------------------------------
+
+class Tmux:
+    """energystat in a tmux window of cols x rows, on a server of its own:
+    a shell script saves `stty -g` before and after the tool and its exit
+    status, so that the terminal's restoration can be compared."""
+
+    def __init__(self, tmp_path, cols, rows, argv):
+        import shlex
+        assert shutil.which("tmux"), "tmux missing (apt-get install tmux)"
+        self.dir = tmp_path
+        self.sock = str(tmp_path / "tmux.sock")
+        script = tmp_path / "run.sh"
+        script.write_text(
+            "stty -g > before\n\"$@\"\nrc=$?\nstty -g > after\n"
+            "echo $rc > rc.tmp && mv rc.tmp rc\nexec sleep 600\n")
+        cmd = "cd %s && exec env -u COLUMNS -u LINES sh run.sh %s" % (
+            shlex.quote(str(tmp_path)), " ".join(shlex.quote(a) for a in argv))
+        self.tmux("new-session", "-d", "-x", str(cols), "-y", str(rows),
+                  "-s", "t", cmd)
+
+    def tmux(self, *args):
+        return subprocess.run(["tmux", "-S", self.sock, "-f", "/dev/null",
+                               *args], capture_output=True, text=True,
+                              check=True, timeout=20).stdout
+
+    def screen(self):
+        return self.tmux("capture-pane", "-p", "-t", "t")
+
+    def wait(self, pred, what, timeout=10):
+        """The screen once pred(screen) holds; fails after timeout (a hang
+        guard, far above what the tool takes)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            s = self.screen()
+            if pred(s):
+                return s
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{what}; the screen:\n{s}")
+            time.sleep(0.05)
+
+    def keys(self, *keys):
+        self.tmux("send-keys", "-t", "t", *keys)
+
+    def tool_pid(self):
+        sh = int(self.tmux("display-message", "-p", "-t", "t",
+                           "#{pane_pid}").strip())
+        with open(f"/proc/{sh}/task/{sh}/children") as f:
+            return int(f.read().split()[0])
+
+    def stty(self):
+        """The tool's terminal settings now, as `stty -a` shows them."""
+        return subprocess.run(["stty", "-a", "-F", self.tmux(
+            "display-message", "-p", "-t", "t", "#{pane_tty}").strip()],
+            capture_output=True, text=True, check=True).stdout
+
+    def finish(self):
+        """The tool's exit status, once written; the terminal's settings
+        before and after it."""
+        rc = self.dir / "rc"
+        deadline = time.monotonic() + 10
+        while not rc.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        before = (self.dir / "before").read_text()
+        after = (self.dir / "after").read_text()
+        return rc.read_text().strip(), before, after
+
+    def close(self):
+        subprocess.run(["tmux", "-S", self.sock, "kill-server"],
+                       capture_output=True, timeout=20)
+
+
+LONG_POD = ("/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod"
+            "5f1e2a3b_1234_5678_9abc_def012345678.slice")
+LONG_CTR = (LONG_POD + "/cri-containerd-" + "0123456789abcdef" * 4 + ".scope")
+
+
+@pytest.fixture
+def top_tree(tree):
+    """The tree with power_avg10_mw in every file and a pod's container
+    (a long path) below kubepods.slice."""
+    avg = {"/": 30760, "/system.slice": 1500, "/system.slice/nginx.service": 500,
+           "/system.slice/db.service": 1000, "/user.slice": 700,
+           "/user.slice/user-1000.slice": 700}
+    for cg, mw in avg.items():
+        with open(os.path.join(tree.dir(cg), b"energy.stat")) as f:
+            text = f.read()
+        tree.write(cg, text + f"power_avg10_mw {mw}\n")
+    for cg, mw in (("/kubepods.slice", 12345),
+                   ("/kubepods.slice/kubepods-burstable.slice", 12345),
+                   (LONG_POD, 12345), (LONG_CTR, 12345)):
+        tree.add(cg, energy_uj=900_000, power_avg10_mw=mw)
+    tree.set_info({"source": "rapl", "interval_ms": 100,
+                   "last_sample_ns": 10**12})
+    return tree
+
+
+def rows_of(screen):
+    """The table's rows on the screen: [(name cell, first number cell)]."""
+    lines = screen.split("\n")
+    i = next(k for k, ln in enumerate(lines) if ln.startswith("CGROUP "))
+    out = []
+    for ln in lines[i + 1:]:
+        if not ln.strip():
+            break
+        m = re.match(r"^(.*?)\s{2,}(\S+(?: W)?)\s+\S+\s+\S+\s+\S+$", ln)
+        assert m, ln
+        out.append((m.group(1), m.group(2)))
+    return out
+
+
+SCREENS = {}    # the screens the report shows, by width
+
+
+@pytest.mark.parametrize("cols", [80, 200])
+def test_top_first_screen_keys_and_terminal(tool, top_tree, tmp_path, cols):
+    """-d 30: the first screen comes at once (power from power_avg10_mw,
+    said so), long paths cut in the middle keep both ends, the workload
+    before the path; p/e sort, -/+ depth, space pauses, h help, q quits
+    with 0 and the terminal as it was."""
+    t = Tmux(tmp_path, cols, 24, [tool, "--root", top_tree.path, "-d", "30"])
+    try:
+        start = time.monotonic()
+        s = t.wait(lambda s: "CGROUP" in s, "no first screen")
+        assert time.monotonic() - start < 30
+        SCREENS[cols] = s
+        print(f"\n--- {cols} columns ---\n{s}")
+        lines = s.split("\n")
+        assert lines[0].startswith("energystat  sort: power  depth: 3  every 30 s")
+        assert lines[1].startswith("machine since load: total 12.5 J = tasks 10.0 J")
+        assert any(ln.startswith("POWER: the module's 10 s average "
+                                 "(power_avg10_mw)") for ln in lines)
+        assert all(len(ln) <= cols for ln in lines)
+        st = t.stty()
+        assert "-icanon" in st.split() and "-echo" in st.split()
+        rows = rows_of(s)
+        names = [n for n, _ in rows]
+        assert rows[0] == ("/", "30.8 W")
+        assert rows[1][1] == "12.3 W" and rows[1][0] == "/kubepods.slice"
+        pod = [n for n in names if n.startswith("pod:5f1e2a3b ")]
+        assert len(pod) == 1            # depth 3: the container hidden
+        path = pod[0].split("  ", 1)[1].strip()
+        if cols == 80:
+            # cut in the middle: its start and its end kept
+            assert "..." in path and path.startswith("/kubepods.slice")
+            assert path.endswith("012345678.slice")
+        else:
+            assert path == LONG_POD
+        assert dict(rows)["/system.slice/db.service"] == "1.00 W"
+        assert names.index("/system.slice/db.service") < \
+            names.index("/system.slice/nginx.service")
+        # p: tree order at once (not at the next update, 30 s away)
+        t.keys("p")
+        s = t.wait(lambda s: "sort: path" in s, "p did not sort by path")
+        names = [n for n, _ in rows_of(s)]
+        assert names.index("/system.slice/db.service") < \
+            names.index("/system.slice/nginx.service") < \
+            names.index("/user.slice")
+        assert names.index("/kubepods.slice") < names.index("/system.slice")
+        t.keys("e")
+        s = t.wait(lambda s: "sort: power" in s, "e did not sort by power")
+        assert [n for n, _ in rows_of(s)][1] == "/kubepods.slice"
+        # + shows the container (its workload before its path), - hides
+        t.keys("+")
+        s = t.wait(lambda s: "depth: 4" in s, "+ did not add a level")
+        ctr = [n for n, _ in rows_of(s)
+               if n.startswith("pod:5f1e2a3b/0123456789ab ")]
+        assert len(ctr) == 1 and ctr[0].rstrip().endswith(".scope")
+        t.keys("-", "-", "-")
+        s = t.wait(lambda s: "depth: 1" in s, "- did not remove levels")
+        assert [n for n, _ in rows_of(s)] == [
+            "/", "/kubepods.slice", "/system.slice", "/user.slice"]
+        t.keys("h")
+        s = t.wait(lambda s: "q quit  sort: p path" in s, "no help line")
+        t.keys(" ")
+        t.wait(lambda s: "PAUSED" in s, "space did not pause")
+        t.keys(" ")
+        t.wait(lambda s: "PAUSED" not in s, "space did not resume")
+        t.keys("q")
+        rc, before, after = t.finish()
+        assert rc == "0"
+        assert before == after
+    finally:
+        t.close()
+
+
+def test_top_rates_after_the_first_screen(tool, top_tree, tmp_path):
+    """After the first screen, rates between samples (files rewritten
+    between frames, while paused so that no read sees half of it): the
+    note goes, the machine line shows watts that add up (--raw), c sorts
+    by CPU; paused, the screen stays while files change."""
+    tree = top_tree
+    ns = 10**12
+    t = Tmux(tmp_path, 200, 30, [tool, "--root", tree.path, "-d", "1",
+                                 "--raw"])
+    try:
+        t.wait(lambda s: "POWER(W)" in s, "no first screen")
+        t.keys(" ")
+        t.wait(lambda s: "PAUSED" in s, "space did not pause")
+        # 1 s of the module's clock: db 2 W and 10% CPU, nginx 1 W and 50%
+        tree.add("/system.slice/db.service", energy_uj=5_000_000 + 2_000_000,
+                 usage_usec=3_500_000 + 100_000, wakeups=350,
+                 impact_usec=4_000_000)
+        tree.add("/system.slice/nginx.service",
+                 energy_uj=2_500_000 + 1_000_000,
+                 usage_usec=1_500_000 + 500_000, wakeups=250,
+                 impact_usec=2_000_000)
+        tree.add("/", energy_uj=13_000_000, usage_usec=8_600_000,
+                 wakeups=1000, impact_usec=9_000_000,
+                 **root_keys(13_000_000, idle_uj=ROOT["idle_uj"] + 4_000_000,
+                             irq_uj=ROOT["irq_uj"] + 250_000,
+                             softirq_uj=ROOT["softirq_uj"] + 125_000,
+                             steal_uj=ROOT["steal_uj"] + 1_000,
+                             idle_usec=ROOT["idle_usec"],
+                             irq_usec=ROOT["irq_usec"],
+                             softirq_usec=ROOT["softirq_usec"],
+                             steal_usec=ROOT["steal_usec"]))
+        tree.set_info({"source": "rapl", "interval_ms": 100,
+                       "last_sample_ns": ns + 1_000_000_000})
+        t.keys(" ")
+        s = t.wait(lambda s: "machine: total" in s, "no frame of rates")
+        assert "10 s average" not in s
+        line = next(ln for ln in s.split("\n") if ln.startswith("machine"))
+        p = machine_parts(line)
+        assert p == {"total": Decimal("7.376"), "tasks": Decimal("3.000"),
+                     "idle": Decimal("4.000"), "irq": Decimal("0.250"),
+                     "softirq": Decimal("0.125"), "steal": Decimal("0.001")}
+        assert p["total"] == sum(v for k, v in p.items() if k != "total")
+        rows = dict(rows_of(s))
+        assert rows["/system.slice/db.service"] == "2.000"
+        assert rows["/system.slice/nginx.service"] == "1.000"
+        t.keys("c")
+        s = t.wait(lambda s: "sort: cpu" in s, "c did not sort by cpu")
+        names = [n for n, _ in rows_of(s)]
+        assert names.index("/system.slice/nginx.service") < \
+            names.index("/system.slice/db.service")
+        t.keys(" ")
+        paused = t.wait(lambda s: "PAUSED" in s and
+                        "/user.slice/user-1000.slice" in s,
+                        "space did not pause")
+        tree.add("/system.slice/db.service", energy_uj=5_000_000 + 9_000_000,
+                 usage_usec=3_600_000, wakeups=350, impact_usec=4_000_000)
+        tree.set_info({"source": "rapl", "interval_ms": 100,
+                       "last_sample_ns": ns + 2_000_000_000})
+        time.sleep(2.5)         # two updates' time: nothing drawn
+        assert t.screen() == paused
+        t.keys(" ")
+        s = t.wait(lambda s: "PAUSED" not in s and
+                   dict(rows_of(s))["/system.slice/db.service"] == "7.000",
+                   "no new frame after the pause")
+        t.keys("q")
+        assert t.finish()[0] == "0"
+    finally:
+        t.close()
+
+
+def test_top_signals_restore_the_terminal(tool, top_tree, tmp_path):
+    """SIGTERM in raw mode: the terminal as it was (the tool dies by the
+    signal, as before); a window resize redraws at the new width."""
+    t = Tmux(tmp_path, 80, 24, [tool, "--root", top_tree.path, "-d", "30",
+                                "--depth", "4"])
+    try:
+        s = t.wait(lambda s: "CGROUP" in s, "no first screen")
+        assert all(len(ln) <= 80 for ln in s.split("\n"))
+        t.tmux("resize-window", "-t", "t", "-x", "200", "-y", "24")
+        s = t.wait(lambda s: s.startswith("energystat") and
+                   len(s.split("\n")[3]) > 80, "no redraw at 200 columns")
+        assert LONG_POD in s
+        os.kill(t.tool_pid(), 15)
+        rc, before, after = t.finish()
+        assert rc == str(128 + 15)
+        assert before == after
+    finally:
+        t.close()

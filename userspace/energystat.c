@@ -981,6 +981,8 @@ static int run_top(const struct opts *o, const struct tree *t0, struct diag *d)
 		goto out;
 	}
 	term_raw();
+	/* a whole screen per write: no half-drawn frame, no flicker */
+	setvbuf(stdout, NULL, _IOFBF, 1 << 16);
 	avg10_rates(&l.last, rates);
 	v.s = &l.last;
 	v.rates = rates;
