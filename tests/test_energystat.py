@@ -1275,7 +1275,8 @@ def test_man_page(tool):
                  "cgroup_energy_softirq_joules_total",
                  "cgroup_energy_steal_cpu_seconds_total",
                  "total_uj = energy_uj + irq_uj + softirq_uj + steal_uj + "
-                 "idle_uj"):
+                 "idle_uj", "--raw", "power_avg10_mw", "machine since load",
+                 "Interactive view", "kWh"):
         assert word in text, word
 
 
@@ -1715,3 +1716,21 @@ def test_top_signals_restore_the_terminal(tool, top_tree, tmp_path):
         assert before == after
     finally:
         t.close()
+
+
+def test_power_avg10_leaves_json_and_prometheus_alone(tool, tree):
+    """power_avg10_mw (a gauge) is read for the live view's first screen
+    only: JSON and Prometheus are the same with it as without; twice in a
+    file is an error as any key."""
+    outs = lambda: [run(tool, "--root", tree.path, *a, check_rc=0).out
+                    for a in (("--json",), ("--prometheus",))]
+    before = outs()
+    with open(os.path.join(tree.dir("/user.slice"), b"energy.stat")) as f:
+        text = f.read()
+    tree.write("/user.slice", text + "power_avg10_mw 700\n")
+    after = outs()
+    strip = lambda o: re.sub(r'"timestamp_ns":\d+', "", o)
+    assert [strip(o) for o in after] == [strip(o) for o in before]
+    tree.write("/user.slice", text + "power_avg10_mw 7\npower_avg10_mw 7\n")
+    r = run(tool, "--root", tree.path, check_rc=1)
+    assert "duplicate key power_avg10_mw" in r.err
