@@ -1553,9 +1553,6 @@ def rows_of(screen):
     return out
 
 
-SCREENS = {}    # the screens the report shows, by width
-
-
 @pytest.mark.parametrize("cols", [80, 200])
 def test_top_first_screen_keys_and_terminal(tool, top_tree, tmp_path, cols):
     """-d 30: the first screen comes at once (power from power_avg10_mw,
@@ -1567,8 +1564,7 @@ def test_top_first_screen_keys_and_terminal(tool, top_tree, tmp_path, cols):
         start = time.monotonic()
         s = t.wait(lambda s: "CGROUP" in s, "no first screen")
         assert time.monotonic() - start < 30
-        SCREENS[cols] = s
-        print(f"\n--- {cols} columns ---\n{s}")
+        print(f"\n--- {cols} columns ---\n{s}")     # pytest -s shows it
         lines = s.split("\n")
         assert lines[0].startswith("energystat  sort: power  depth: 3  every 30 s")
         assert lines[1].startswith("machine since load: total 12.5 J = tasks 10.0 J")
@@ -1734,3 +1730,50 @@ def test_power_avg10_leaves_json_and_prometheus_alone(tool, tree):
     tree.write("/user.slice", text + "power_avg10_mw 7\npower_avg10_mw 7\n")
     r = run(tool, "--root", tree.path, check_rc=1)
     assert "duplicate key power_avg10_mw" in r.err
+
+
+def test_top_ctrl_z_and_fg(tool, top_tree, tmp_path):
+    """Ctrl-Z in an interactive shell (no readline: the prompt's terminal
+    is canonical): stopped, the terminal is as it was (which bash's job
+    control also restores, so this checks what the operator sees); fg:
+    raw mode again and the screen redrawn (SIGCONT); q: as it was."""
+    assert shutil.which("tmux"), "tmux missing (apt-get install tmux)"
+    sock = str(tmp_path / "tmux.sock")
+    tm = lambda *a: subprocess.run(["tmux", "-S", sock, "-f", "/dev/null", *a],
+                                   capture_output=True, text=True, check=True,
+                                   timeout=20).stdout
+    tm("new-session", "-d", "-x", "100", "-y", "30", "-s", "z",
+       "env -u COLUMNS -u LINES PS1='$ ' bash --norc --noprofile --noediting -i")
+    try:
+        tty = tm("display-message", "-p", "-t", "z", "#{pane_tty}").strip()
+        flags = lambda: subprocess.run(["stty", "-a", "-F", tty],
+                                       capture_output=True, text=True,
+                                       check=True).stdout.split()
+
+        def wait(pred, what):
+            deadline = time.monotonic() + 10
+            while not pred():
+                if time.monotonic() > deadline:
+                    raise AssertionError(what + ":\n" + tm("capture-pane",
+                                                           "-p", "-t", "z"))
+                time.sleep(0.05)
+        wait(lambda: "$" in tm("capture-pane", "-p", "-t", "z"), "no prompt")
+        before = flags()
+        assert "icanon" in before and "echo" in before
+        tm("send-keys", "-t", "z", f"{tool} --root {top_tree.path} -d 30",
+           "Enter")
+        wait(lambda: "-icanon" in flags() and "CGROUP" in tm(
+            "capture-pane", "-p", "-t", "z"), "no raw mode")
+        tm("send-keys", "-t", "z", "C-z")
+        wait(lambda: "Stopped" in tm("capture-pane", "-p", "-t", "z"),
+             "not stopped")
+        assert flags() == before
+        tm("send-keys", "-t", "z", "clear; fg", "Enter")
+        wait(lambda: "-icanon" in flags() and tm(
+            "capture-pane", "-p", "-t", "z").startswith("energystat  sort:"),
+            "no raw mode and redraw after fg")
+        tm("send-keys", "-t", "z", "q")
+        wait(lambda: flags() == before, "terminal not restored after q")
+    finally:
+        subprocess.run(["tmux", "-S", sock, "kill-server"],
+                       capture_output=True, timeout=20)
