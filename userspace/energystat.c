@@ -4,11 +4,14 @@
  * cgroups from the cgroup_energy filesystem (/sys/fs/cgroup_energy).
  *
  * energystat.c: command line, the static mode (one sample) and the live mode
- * (rates between successive samples). See energystat.1.
+ * (rates between successive samples; on a terminal, interactive as
+ * systemd-cgtop). See energystat.1.
  *
  * The units below it, each with its own header, top down:
  *   serve.c     --listen: /metrics over HTTP
+ *   term.c      the interactive live view's terminal: raw mode, keys
  *   output.c, prom.c  table and JSON; Prometheus text (view.h)
+ *   units.c     J, kJ, Wh, kWh and W for the table
  *   tree.c      resolve PATH arguments, walk a tree into a sample
  *   series.c    each cgroup's own share of its counters
  *   workload.c  pods, containers and units from cgroup paths
