@@ -34,12 +34,14 @@ set -eu
 # strace: what energystat does while it serves, against the filters of
 # energystat-exporter.service (tests/test_exporter_service.py), as systemd
 # cannot run the unit on the host.
+# tmux: tests/test_energystat.py runs the interactive live view in a real
+# terminal of 80 and 200 columns, sends it keys and reads the screen back.
 PKGS="gcc make perl bc flex bison libelf-dev libssl-dev dwarves cpio kmod \
 xz-utils zstd rsync busybox-static python3 python3-pytest \
 linux-source-6.1 valgrind prometheus dkms openssl systemd \
 linux-perf rt-tests bpftrace debootstrap debhelper dh-dkms lintian libmicrohttpd-dev \
 iproute2 prometheus-node-exporter fdisk e2fsprogs libglib2.0-dev pkgconf \
-libjansson-dev python3-yaml zlib1g-dev strace"
+libjansson-dev python3-yaml zlib1g-dev strace tmux"
 QEMU_PKG=qemu-system-x86
 QEMU_MIN=1:10.0
 BPO=/etc/apt/sources.list.d/cgroup-energy-bookworm-backports.sources

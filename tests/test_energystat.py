@@ -69,15 +69,20 @@ def table(out, workload=False):
     assert head[-1] == "WORKLOAD"
     rows = []
     for line in lines[1:]:
+        if line.startswith(("machine", "  ")):   # the machine line, wrapped
+            break
         m = TABLE_ROW.match(line)
         path, *cells = m.groups()
         rows.append((path, cells if workload else cells[:-1]))
     return (head if workload else head[:-1]), rows
 
 
-# CGROUP (any text), four numbers (or "-") right-aligned, then two spaces
-# and the WORKLOAD (a unit name may hold spaces)
-TABLE_ROW = re.compile(r"^(.*?)\s+" + r"([-\d.]+)\s+" * 3 + r"([-\d.]+)  (\S.*)$")
+# CGROUP (any text), four numbers (or "-") right-aligned, the first with its
+# unit unless --raw, then two spaces and the WORKLOAD (a unit name may hold
+# spaces)
+CELL = r"([-\d.]+(?: (?:J|kJ|Wh|kWh|W))?)\s+"
+TABLE_ROW = re.compile(r"^(.*?)\s+" + CELL + r"([-\d.]+)\s+" * 2 +
+                       r"([-\d.]+)  (\S.*)$")
 
 
 def rowmap(out):
@@ -146,7 +151,7 @@ def tree(tmp_path):
 # ---- the table -------------------------------------------------------------
 
 def test_table_values_and_order(tool, tree):
-    r = run(tool, "--root", tree.path, check_rc=0)
+    r = run(tool, "--root", tree.path, "--raw", check_rc=0)
     head, rows = table(r.out)
     # the fixture's source is the model: its joules are estimates
     assert head == ["CGROUP", "ENERGY(J)~", "CPU(s)", "WAKEUPS", "IMPACT(s)"]
@@ -162,7 +167,8 @@ def test_table_values_and_order(tool, tree):
 
 
 def test_table_alignment(tool, tree):
-    lines = run(tool, "--root", tree.path, check_rc=0).out.splitlines()
+    lines = [ln for ln in run(tool, "--root", tree.path, check_rc=0).out.splitlines()
+             if not ln.startswith(("machine", "  "))]
     # CGROUP left-aligned, the four numbers right-aligned: same end columns;
     # WORKLOAD (one word here) starts two columns after them
     ends = {tuple(m.end() for m in re.finditer(r"\S+", line))[-5:-1]
@@ -221,8 +227,9 @@ def test_sort_flags_as_cgtop(tool, tree):
 
 
 def test_table_fits_the_width(tool, tree):
-    """Long paths keep their tail after "...", every line fits $COLUMNS,
-    rows stay distinct; with room, nothing is cut."""
+    """Long paths are cut in the middle ("..." between their start and
+    their end), every line fits $COLUMNS, rows stay distinct; with room,
+    nothing is cut."""
     long = "/system.slice/" + "x" * 60 + "-a.service"
     tree.add(long, energy_uj=1)
     tree.add(long.replace("-a.", "-b."), energy_uj=2)
@@ -237,14 +244,13 @@ def test_table_fits_the_width(tool, tree):
         assert all(width(ln) <= cols for ln in lines), (cols, r.out)
         if cols < 80:
             continue            # paths of 8 columns: not distinct
-        paths = [ln.split("  ")[0].rstrip() for ln in lines[1:]]
+        paths = [ln.split("  ")[0].rstrip() for ln in lines[1:]
+                 if not ln.startswith(("machine", "  "))]
         assert len(set(paths)) == len(paths) == 9
-        assert any(p.startswith("...") and p.endswith("-a.service")
-                   for p in paths)
-        assert any(p.startswith("...") and p.endswith("-b.service")
-                   for p in paths)
-        assert any(p.startswith("...") and p.endswith("y.scope")
-                   for p in paths)
+        cut = [p for p in paths if "..." in p]
+        assert len(cut) == 3, paths
+        assert all(p.startswith("/sys") for p in cut), cut
+        assert sorted(p[-4:] for p in cut) == ["cope", "vice", "vice"], cut
     r = run(tool, "--root", tree.path, check_rc=0,
             env=dict(os.environ, COLUMNS="300"))
     assert long in rowmap(r.out) and "..." not in r.out
@@ -266,7 +272,9 @@ def pty_run(argv, rows, cols, during=None, timeout=20):
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
-    p = subprocess.Popen(argv, stdout=slave, stderr=slave, env=env)
+    # stdin not a terminal: the plain live view, not the interactive one
+    p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=slave,
+                         stderr=slave, env=env)
     os.close(slave)
     if during:
         wait_first_read(p)
@@ -292,7 +300,8 @@ CLEAR = "\033[H\033[2J"
 # burn()'s 1.5 s, which a loaded host can delay.
 @pytest.mark.deep
 def test_live_shows_the_rows_that_fit_with_stable_columns(tool, tree):
-    """On a 10-row terminal: the header and 8 rows, top power first; the
+    """On a 10-row terminal: the header, the rows and the machine line
+    (wrapped to 2 lines at 100 columns) in 9 lines, top power first; the
     columns keep their width when the values shrink; the reset message
     comes after the frame, so the clear does not wipe it."""
     tree.add("/many.slice", energy_uj=190)
@@ -314,14 +323,15 @@ def test_live_shows_the_rows_that_fit_with_stable_columns(tool, tree):
         time.sleep(1.5)         # between the tool's reads at 1 s and 2 s
         tree.set_info({"source": "rapl", "interval_ms": 100,
                        "last_sample_ns": ns + 1_000_000_000})
-    rc, out = pty_run([tool, "--root", tree.path, "-d", "1", "-n", "2"],
-                      10, 100, during=burn)
+    rc, out = pty_run([tool, "--root", tree.path, "-d", "1", "-n", "2",
+                       "--raw"], 10, 100, during=burn)
     assert rc == 0, out
     frames = out.split(CLEAR)[1:]
     assert len(frames) == 2, out
     for f, watts in zip(frames, ("12345.678", "0.000")):
         lines = f.rstrip("\n").split("\n")
-        assert len(lines) == 1 + 8, f
+        assert len(lines) == 1 + 6 + 2, f
+        assert lines[-2].startswith("machine: total "), f
         assert lines[0].split() == ["CGROUP", "POWER(W)", "CPU%",
                                     "WAKEUPS/s", "IMPACT", "WORKLOAD"]
         assert lines[1].startswith("/ ")
@@ -446,7 +456,7 @@ def test_names_spaces_unicode(tool, tmp_path):
              "/quote\"back\\slash", "/new\nline"]
     for i, n in enumerate(names):
         t.add(n, energy_uj=(i + 1) * 1_000_000)
-    r = run(tool, "--root", t.path, check_rc=0)
+    r = run(tool, "--root", t.path, "--raw", check_rc=0)
     lines = r.out.splitlines()
     assert len(lines) == 1 + 1 + len(names)  # newline in a name is escaped
     m = rowmap(r.out)
@@ -533,7 +543,7 @@ def test_values_near_2_64(tool, tmp_path):
           impact_usec=18446744073709551000,
           **root_keys(U64_MAX, idle_usec=U64_MAX, irq_usec=U64_MAX,
                       softirq_usec=U64_MAX - 1, steal_usec=U64_MAX))
-    r = run(tool, "--root", t.path, check_rc=0)
+    r = run(tool, "--root", t.path, "--raw", check_rc=0)
     assert rowmap(r.out)["/"] == [joules(U64_MAX), joules(U64_MAX - 1),
                                   str(U64_MAX), joules(18446744073709551000)]
     assert rowmap(r.out)["/"][0] == "18446744073709.552"
@@ -587,7 +597,7 @@ GOOD = stat_text(dict(usage_usec=1, energy_uj=1_000_000, wakeups=3,
 ])
 def test_malformed(tool, tree, content, line, msg):
     tree.write("/system.slice/nginx.service", content)
-    r = run(tool, "--root", tree.path, check_rc=1)
+    r = run(tool, "--root", tree.path, "--raw", check_rc=1)
     m = rowmap(r.out)
     assert "/system.slice/nginx.service" not in m
     assert m["/system.slice/db.service"][0] == "5.000"  # others still shown
@@ -604,7 +614,7 @@ def test_lenient_forms(tool, tree):
     tree.write("/user.slice", "usage_usec\t5\r\nenergy_uj   1500000\n"
                "future_key 9\nown_future_key 1\nown_total_uj 4\n"
                "wakeups 2\nimpact_usec 3")
-    m = rowmap(run(tool, "--root", tree.path, check_rc=0).out)
+    m = rowmap(run(tool, "--root", tree.path, "--raw", check_rc=0).out)
     assert m["/user.slice"] == ["1.500", "0.000", "2", "0.000"]
 
 
@@ -900,7 +910,7 @@ def test_root_of_older_module(tool, tree):
     old["total_uj"] = 10_000_000 + old["idle_uj"]
     tree.add("/", energy_uj=10_000_000, usage_usec=8_000_000, wakeups=1000,
              impact_usec=9_000_000, **old)
-    r = run(tool, "--root", tree.path, check_rc=0)
+    r = run(tool, "--root", tree.path, "--raw", check_rc=0)
     assert rowmap(r.out)["/"] == ["10.000", "8.000", "1000", "9.000"]
     assert r.err == ""
     doc = json.loads(run(tool, "--root", tree.path, "--json", check_rc=0).out)
@@ -1169,7 +1179,8 @@ def test_info_repeated_and_junk_lines(tool, tree):
 def test_live_table(tool, tree):
     ns = 10**12
     tree.set_info({"last_sample_ns": ns})
-    p = subprocess.Popen([tool, "--root", tree.path, "-d", "0.5", "-n", "2"],
+    p = subprocess.Popen([tool, "--root", tree.path, "-d", "0.5", "-n", "2",
+                          "--raw"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     wait_first_read(p)
     tree.add("/system.slice/db.service", energy_uj=5_000_000 + 1_500_000,
@@ -1279,7 +1290,8 @@ def test_man_page(tool):
                  "cgroup_energy_softirq_joules_total",
                  "cgroup_energy_steal_cpu_seconds_total",
                  "total_uj = energy_uj + irq_uj + softirq_uj + steal_uj + "
-                 "idle_uj"):
+                 "idle_uj", "--raw", "power_avg10_mw", "machine since load",
+                 "Interactive view", "kWh"):
         assert word in text, word
 
 
@@ -1323,7 +1335,7 @@ def test_10000_cgroups_listed(tool, big):
     t = big
     r = run(tool, "--root", t.path, "--prometheus", check_rc=0)
     assert len(r.out.splitlines()) > 4 * 10001
-    m = rowmap(run(tool, "--root", t.path, check_rc=0,
+    m = rowmap(run(tool, "--root", t.path, "--raw", check_rc=0,
                    env=dict(os.environ, COLUMNS="200")).out)
     assert len(m) == 10001
     assert m["/slice-099.slice/svc-09899.service"][0] == "9.900"
@@ -1354,3 +1366,429 @@ def test_valgrind(tool, tree, tmp_path, args, rc):
     r = subprocess.run(VALGRIND + [tool, "--root", tmp_path / "none"],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and "==" not in r.stderr, r.stderr
+
+
+# ---- human units, the machine line ------------------------------------------
+
+@pytest.mark.parametrize("uj,shown", [
+    (0, "0.00 J"), (2_500_000, "2.50 J"), (12_345_678, "12.3 J"),
+    (999_400_000, "999 J"), (999_600_000, "1.00 kJ"),
+    (12_345_000_000, "12.3 kJ"), (35_999_000_000, "36.0 kJ"),
+    (36_000_000_000, "10.0 Wh"), (110_736_000_000, "30.8 Wh"),
+    (3_598_000_000_000, "999 Wh"), (3_600_000_000_000, "1.00 kWh"),
+    (36_000_000_000_000, "10.0 kWh"), (U64_MAX, "5124096 kWh")])
+def test_human_energy(tool, tmp_path, uj, shown):
+    """ENERGY in J below 1 kJ, kJ below 10 Wh, Wh below 1 kWh, kWh above;
+    --raw: the exact joules of before (one hour of 30.76 W: 110736.000)."""
+    t = Tree(tmp_path / "ce")
+    t.add("/", energy_uj=uj)
+    head, rows = table(run(tool, "--root", t.path, check_rc=0).out)
+    assert head[1] == "ENERGY" and rows[0][1][0] == shown
+    head, rows = table(run(tool, "--root", t.path, "--raw", check_rc=0).out)
+    assert head[1] == "ENERGY(J)" and rows[0][1][0] == joules(uj)
+
+
+@pytest.mark.parametrize("delta_uj,shown,raw", [
+    (50_000, "0.05 W", "0.050"), (1_500_000, "1.50 W", "1.500"),
+    (35_250_000, "35.2 W", "35.250"), (12_345_678_000, "12346 W",
+                                       "12345.678")])
+def test_human_power(tool, tree, delta_uj, shown, raw):
+    """POWER in W, over exactly 1 s of the module's clock."""
+    ns = 10**12
+    for args in ((), ("--raw",)):
+        tree.set_info({"last_sample_ns": ns})
+        tree.add("/user.slice", energy_uj=2_500_000, usage_usec=3_000_000,
+                 wakeups=400, impact_usec=3_000_000)
+        p = subprocess.Popen([tool, "--root", tree.path, "-d", "0.3", "-n",
+                              "1", *args], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        wait_first_read(p)
+        tree.add("/user.slice", energy_uj=2_500_000 + delta_uj,
+                 usage_usec=3_000_000, wakeups=400, impact_usec=3_000_000)
+        tree.set_info({"last_sample_ns": ns + 1_000_000_000})
+        out, err = p.communicate(timeout=20)
+        assert p.returncode == 0, err
+        head, rows = table(out)
+        assert head[1] == ("POWER(W)" if args else "POWER")
+        assert dict(rows)["/user.slice"][0] == (raw if args else shown)
+
+
+def machine_parts(line):
+    """'machine...: total X U = tasks X U + idle X U ...' -> {name: Decimal}."""
+    m = re.match(r"machine(?: since load)?: total (\S+) (J|W) = (.*)$", line)
+    parts = {"total": Decimal(m.group(1))}
+    for name, v in re.findall(r"(?:= |\+ )?(\w+) (\S+) " + m.group(2),
+                              m.group(3)):
+        parts[name] = Decimal(v)
+    return parts
+
+
+def test_machine_line_adds_up(tool, tree):
+    """The machine line: the root's total_uj and its parts (tasks' energy_uj,
+    idle, irq, softirq, steal) add up exactly, as the contract's identity;
+    --raw prints them exact, to the microjoule."""
+    r = run(tool, "--root", tree.path, "--raw", check_rc=0,
+            env=dict(os.environ, COLUMNS="300"))
+    line = r.out.splitlines()[-1]
+    p = machine_parts(line)
+    assert list(p) == ["total", "tasks", "idle", "irq", "softirq", "steal"]
+    uj = lambda k: Decimal(ROOT[k]) / 10**6
+    assert p == {"total": uj("total_uj"), "tasks": Decimal(10),
+                 "idle": uj("idle_uj"), "irq": uj("irq_uj"),
+                 "softirq": uj("softirq_uj"), "steal": uj("steal_uj")}
+    assert p["total"] == sum(v for k, v in p.items() if k != "total")
+    assert line == ("machine since load: total 12.5 J = tasks 10 J + idle 2 J"
+                    " + irq 0.300001 J + softirq 0.149999 J + steal 0.05 J")
+    # human units, wrapped at 80 columns
+    r = run(tool, "--root", tree.path, check_rc=0)
+    assert r.out.splitlines()[-2:] == [
+        "machine since load: total 12.5 J = tasks 10.0 J + idle 2.00 J + "
+        "irq 0.30 J", "  + softirq 0.15 J + steal 0.05 J"]
+    # an older module: no irq/softirq/steal keys, total = tasks + idle
+    tree.add("/", energy_uj=10_000_000, usage_usec=8_000_000, wakeups=1000,
+             impact_usec=9_000_000, total_uj=12_000_000, idle_uj=2_000_000,
+             idle_usec=1)
+    r = run(tool, "--root", tree.path, "--raw", check_rc=0)
+    assert r.out.splitlines()[-1] == (
+        "machine since load: total 12 J = tasks 10 J + idle 2 J")
+    # no total_uj: no machine line
+    tree.add("/", energy_uj=10_000_000)
+    r = run(tool, "--root", tree.path, check_rc=0)
+    assert not any(ln.startswith("machine") for ln in r.out.splitlines())
+
+
+# ---- the interactive live view, in tmux --------------------------------------
+
+class Tmux:
+    """energystat in a tmux window of cols x rows, on a server of its own:
+    a shell script saves `stty -g` before and after the tool and its exit
+    status, so that the terminal's restoration can be compared."""
+
+    def __init__(self, tmp_path, cols, rows, argv):
+        import shlex
+        assert shutil.which("tmux"), "tmux missing (apt-get install tmux)"
+        self.dir = tmp_path
+        self.sock = str(tmp_path / "tmux.sock")
+        script = tmp_path / "run.sh"
+        script.write_text(
+            "stty -g > before\n\"$@\"\nrc=$?\nstty -g > after\n"
+            "echo $rc > rc.tmp && mv rc.tmp rc\nexec sleep 600\n")
+        cmd = "cd %s && exec env -u COLUMNS -u LINES sh run.sh %s" % (
+            shlex.quote(str(tmp_path)), " ".join(shlex.quote(a) for a in argv))
+        self.tmux("new-session", "-d", "-x", str(cols), "-y", str(rows),
+                  "-s", "t", cmd)
+
+    def tmux(self, *args):
+        return subprocess.run(["tmux", "-S", self.sock, "-f", "/dev/null",
+                               *args], capture_output=True, text=True,
+                              check=True, timeout=20).stdout
+
+    def screen(self):
+        return self.tmux("capture-pane", "-p", "-t", "t")
+
+    def wait(self, pred, what, timeout=10):
+        """The screen once pred(screen) holds; fails after timeout (a hang
+        guard, far above what the tool takes)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            s = self.screen()
+            if pred(s):
+                return s
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{what}; the screen:\n{s}")
+            time.sleep(0.05)
+
+    def keys(self, *keys):
+        self.tmux("send-keys", "-t", "t", *keys)
+
+    def tool_pid(self):
+        sh = int(self.tmux("display-message", "-p", "-t", "t",
+                           "#{pane_pid}").strip())
+        with open(f"/proc/{sh}/task/{sh}/children") as f:
+            return int(f.read().split()[0])
+
+    def stty(self):
+        """The tool's terminal settings now, as `stty -a` shows them."""
+        return subprocess.run(["stty", "-a", "-F", self.tmux(
+            "display-message", "-p", "-t", "t", "#{pane_tty}").strip()],
+            capture_output=True, text=True, check=True).stdout
+
+    def finish(self):
+        """The tool's exit status, once written; the terminal's settings
+        before and after it."""
+        rc = self.dir / "rc"
+        deadline = time.monotonic() + 10
+        while not rc.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        before = (self.dir / "before").read_text()
+        after = (self.dir / "after").read_text()
+        return rc.read_text().strip(), before, after
+
+    def close(self):
+        subprocess.run(["tmux", "-S", self.sock, "kill-server"],
+                       capture_output=True, timeout=20)
+
+
+LONG_POD = ("/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod"
+            "5f1e2a3b_1234_5678_9abc_def012345678.slice")
+LONG_CTR = (LONG_POD + "/cri-containerd-" + "0123456789abcdef" * 4 + ".scope")
+
+
+@pytest.fixture
+def top_tree(tree):
+    """The tree with power_avg10_mw in every file and a pod's container
+    (a long path) below kubepods.slice."""
+    avg = {"/": 30760, "/system.slice": 1500, "/system.slice/nginx.service": 500,
+           "/system.slice/db.service": 1000, "/user.slice": 700,
+           "/user.slice/user-1000.slice": 700}
+    for cg, mw in avg.items():
+        with open(os.path.join(tree.dir(cg), b"energy.stat")) as f:
+            text = f.read()
+        tree.write(cg, text + f"power_avg10_mw {mw}\n")
+    for cg, mw in (("/kubepods.slice", 12345),
+                   ("/kubepods.slice/kubepods-burstable.slice", 12345),
+                   (LONG_POD, 12345), (LONG_CTR, 12345)):
+        tree.add(cg, energy_uj=900_000, power_avg10_mw=mw)
+    tree.set_info({"source": "rapl", "interval_ms": 100,
+                   "last_sample_ns": 10**12})
+    return tree
+
+
+def rows_of(screen):
+    """The table's rows on the screen: [(name cell, first number cell)]."""
+    lines = screen.split("\n")
+    i = next(k for k, ln in enumerate(lines) if ln.startswith("CGROUP "))
+    out = []
+    for ln in lines[i + 1:]:
+        if not ln.strip():
+            break
+        m = re.match(r"^(.*?)\s{2,}(\S+(?: W)?)\s+\S+\s+\S+\s+\S+$", ln)
+        assert m, ln
+        out.append((m.group(1), m.group(2)))
+    return out
+
+
+@pytest.mark.parametrize("cols", [80, 200])
+def test_top_first_screen_keys_and_terminal(tool, top_tree, tmp_path, cols):
+    """-d 30: the first screen comes at once (power from power_avg10_mw,
+    said so), long paths cut in the middle keep both ends, the workload
+    before the path; p/e sort, -/+ depth, space pauses, h help, q quits
+    with 0 and the terminal as it was."""
+    t = Tmux(tmp_path, cols, 24, [tool, "--root", top_tree.path, "-d", "30"])
+    try:
+        start = time.monotonic()
+        s = t.wait(lambda s: "CGROUP" in s, "no first screen")
+        assert time.monotonic() - start < 30
+        print(f"\n--- {cols} columns ---\n{s}")     # pytest -s shows it
+        lines = s.split("\n")
+        assert lines[0].startswith("energystat  sort: power  depth: 3  every 30 s")
+        assert lines[1].startswith("machine since load: total 12.5 J = tasks 10.0 J")
+        assert any(ln.startswith("POWER: the module's 10 s average "
+                                 "(power_avg10_mw)") for ln in lines)
+        assert all(len(ln) <= cols for ln in lines)
+        st = t.stty()
+        assert "-icanon" in st.split() and "-echo" in st.split()
+        rows = rows_of(s)
+        names = [n for n, _ in rows]
+        assert rows[0] == ("/", "30.8 W")
+        assert rows[1][1] == "12.3 W" and rows[1][0] == "/kubepods.slice"
+        pod = [n for n in names if n.startswith("pod:5f1e2a3b ")]
+        assert len(pod) == 1            # depth 3: the container hidden
+        path = pod[0].split("  ", 1)[1].strip()
+        if cols == 80:
+            # cut in the middle: its start and its end kept
+            assert "..." in path and path.startswith("/kubepods.slice")
+            assert path.endswith("012345678.slice")
+        else:
+            assert path == LONG_POD
+        assert dict(rows)["/system.slice/db.service"] == "1.00 W"
+        assert names.index("/system.slice/db.service") < \
+            names.index("/system.slice/nginx.service")
+        # p: tree order at once (not at the next update, 30 s away)
+        t.keys("p")
+        s = t.wait(lambda s: "sort: path" in s, "p did not sort by path")
+        names = [n for n, _ in rows_of(s)]
+        assert names.index("/system.slice/db.service") < \
+            names.index("/system.slice/nginx.service") < \
+            names.index("/user.slice")
+        assert names.index("/kubepods.slice") < names.index("/system.slice")
+        t.keys("e")
+        s = t.wait(lambda s: "sort: power" in s, "e did not sort by power")
+        assert [n for n, _ in rows_of(s)][1] == "/kubepods.slice"
+        # + shows the container (its workload before its path), - hides
+        t.keys("+")
+        s = t.wait(lambda s: "depth: 4" in s, "+ did not add a level")
+        ctr = [n for n, _ in rows_of(s)
+               if n.startswith("pod:5f1e2a3b/0123456789ab ")]
+        assert len(ctr) == 1 and ctr[0].rstrip().endswith(".scope")
+        t.keys("-", "-", "-")
+        s = t.wait(lambda s: "depth: 1" in s, "- did not remove levels")
+        assert [n for n, _ in rows_of(s)] == [
+            "/", "/kubepods.slice", "/system.slice", "/user.slice"]
+        t.keys("h")
+        s = t.wait(lambda s: "q quit  sort: p path" in s, "no help line")
+        t.keys(" ")
+        t.wait(lambda s: "PAUSED" in s, "space did not pause")
+        t.keys(" ")
+        t.wait(lambda s: "PAUSED" not in s, "space did not resume")
+        t.keys("q")
+        rc, before, after = t.finish()
+        assert rc == "0"
+        assert before == after
+    finally:
+        t.close()
+
+
+def test_top_rates_after_the_first_screen(tool, top_tree, tmp_path):
+    """After the first screen, rates between samples (files rewritten
+    between frames, while paused so that no read sees half of it): the
+    note goes, the machine line shows watts that add up (--raw), c sorts
+    by CPU; paused, the screen stays while files change."""
+    tree = top_tree
+    ns = 10**12
+    t = Tmux(tmp_path, 200, 30, [tool, "--root", tree.path, "-d", "1",
+                                 "--raw"])
+    try:
+        t.wait(lambda s: "POWER(W)" in s, "no first screen")
+        t.keys(" ")
+        t.wait(lambda s: "PAUSED" in s, "space did not pause")
+        # 1 s of the module's clock: db 2 W and 10% CPU, nginx 1 W and 50%
+        tree.add("/system.slice/db.service", energy_uj=5_000_000 + 2_000_000,
+                 usage_usec=3_500_000 + 100_000, wakeups=350,
+                 impact_usec=4_000_000)
+        tree.add("/system.slice/nginx.service",
+                 energy_uj=2_500_000 + 1_000_000,
+                 usage_usec=1_500_000 + 500_000, wakeups=250,
+                 impact_usec=2_000_000)
+        tree.add("/", energy_uj=13_000_000, usage_usec=8_600_000,
+                 wakeups=1000, impact_usec=9_000_000,
+                 **root_keys(13_000_000, idle_uj=ROOT["idle_uj"] + 4_000_000,
+                             irq_uj=ROOT["irq_uj"] + 250_000,
+                             softirq_uj=ROOT["softirq_uj"] + 125_000,
+                             steal_uj=ROOT["steal_uj"] + 1_000,
+                             idle_usec=ROOT["idle_usec"],
+                             irq_usec=ROOT["irq_usec"],
+                             softirq_usec=ROOT["softirq_usec"],
+                             steal_usec=ROOT["steal_usec"]))
+        tree.set_info({"source": "rapl", "interval_ms": 100,
+                       "last_sample_ns": ns + 1_000_000_000})
+        t.keys(" ")
+        s = t.wait(lambda s: "machine: total" in s, "no frame of rates")
+        assert "10 s average" not in s
+        line = next(ln for ln in s.split("\n") if ln.startswith("machine"))
+        p = machine_parts(line)
+        assert p == {"total": Decimal("7.376"), "tasks": Decimal("3.000"),
+                     "idle": Decimal("4.000"), "irq": Decimal("0.250"),
+                     "softirq": Decimal("0.125"), "steal": Decimal("0.001")}
+        assert p["total"] == sum(v for k, v in p.items() if k != "total")
+        rows = dict(rows_of(s))
+        assert rows["/system.slice/db.service"] == "2.000"
+        assert rows["/system.slice/nginx.service"] == "1.000"
+        t.keys("c")
+        s = t.wait(lambda s: "sort: cpu" in s, "c did not sort by cpu")
+        names = [n for n, _ in rows_of(s)]
+        assert names.index("/system.slice/nginx.service") < \
+            names.index("/system.slice/db.service")
+        t.keys(" ")
+        paused = t.wait(lambda s: "PAUSED" in s and
+                        "/user.slice/user-1000.slice" in s,
+                        "space did not pause")
+        tree.add("/system.slice/db.service", energy_uj=5_000_000 + 9_000_000,
+                 usage_usec=3_600_000, wakeups=350, impact_usec=4_000_000)
+        tree.set_info({"source": "rapl", "interval_ms": 100,
+                       "last_sample_ns": ns + 2_000_000_000})
+        time.sleep(2.5)         # two updates' time: nothing drawn
+        assert t.screen() == paused
+        t.keys(" ")
+        s = t.wait(lambda s: "PAUSED" not in s and
+                   dict(rows_of(s))["/system.slice/db.service"] == "7.000",
+                   "no new frame after the pause")
+        t.keys("q")
+        assert t.finish()[0] == "0"
+    finally:
+        t.close()
+
+
+def test_top_signals_restore_the_terminal(tool, top_tree, tmp_path):
+    """SIGTERM in raw mode: the terminal as it was (the tool dies by the
+    signal, as before); a window resize redraws at the new width."""
+    t = Tmux(tmp_path, 80, 24, [tool, "--root", top_tree.path, "-d", "30",
+                                "--depth", "4"])
+    try:
+        s = t.wait(lambda s: "CGROUP" in s, "no first screen")
+        assert all(len(ln) <= 80 for ln in s.split("\n"))
+        t.tmux("resize-window", "-t", "t", "-x", "200", "-y", "24")
+        s = t.wait(lambda s: s.startswith("energystat") and
+                   len(s.split("\n")[3]) > 80, "no redraw at 200 columns")
+        assert LONG_POD in s
+        os.kill(t.tool_pid(), 15)
+        rc, before, after = t.finish()
+        assert rc == str(128 + 15)
+        assert before == after
+    finally:
+        t.close()
+
+
+def test_power_avg10_leaves_json_and_prometheus_alone(tool, tree):
+    """power_avg10_mw (a gauge) is read for the live view's first screen
+    only: JSON and Prometheus are the same with it as without; twice in a
+    file is an error as any key."""
+    outs = lambda: [run(tool, "--root", tree.path, *a, check_rc=0).out
+                    for a in (("--json",), ("--prometheus",))]
+    before = outs()
+    with open(os.path.join(tree.dir("/user.slice"), b"energy.stat")) as f:
+        text = f.read()
+    tree.write("/user.slice", text + "power_avg10_mw 700\n")
+    after = outs()
+    strip = lambda o: re.sub(r'"timestamp_ns":\d+', "", o)
+    assert [strip(o) for o in after] == [strip(o) for o in before]
+    tree.write("/user.slice", text + "power_avg10_mw 7\npower_avg10_mw 7\n")
+    r = run(tool, "--root", tree.path, check_rc=1)
+    assert "duplicate key power_avg10_mw" in r.err
+
+
+def test_top_ctrl_z_and_fg(tool, top_tree, tmp_path):
+    """Ctrl-Z in an interactive shell (no readline: the prompt's terminal
+    is canonical): stopped, the terminal is as it was (which bash's job
+    control also restores, so this checks what the operator sees); fg:
+    raw mode again and the screen redrawn (SIGCONT); q: as it was."""
+    assert shutil.which("tmux"), "tmux missing (apt-get install tmux)"
+    sock = str(tmp_path / "tmux.sock")
+    tm = lambda *a: subprocess.run(["tmux", "-S", sock, "-f", "/dev/null", *a],
+                                   capture_output=True, text=True, check=True,
+                                   timeout=20).stdout
+    tm("new-session", "-d", "-x", "100", "-y", "30", "-s", "z",
+       "env -u COLUMNS -u LINES PS1='$ ' bash --norc --noprofile --noediting -i")
+    try:
+        tty = tm("display-message", "-p", "-t", "z", "#{pane_tty}").strip()
+        flags = lambda: subprocess.run(["stty", "-a", "-F", tty],
+                                       capture_output=True, text=True,
+                                       check=True).stdout.split()
+
+        def wait(pred, what):
+            deadline = time.monotonic() + 10
+            while not pred():
+                if time.monotonic() > deadline:
+                    raise AssertionError(what + ":\n" + tm("capture-pane",
+                                                           "-p", "-t", "z"))
+                time.sleep(0.05)
+        wait(lambda: "$" in tm("capture-pane", "-p", "-t", "z"), "no prompt")
+        before = flags()
+        assert "icanon" in before and "echo" in before
+        tm("send-keys", "-t", "z", f"{tool} --root {top_tree.path} -d 30",
+           "Enter")
+        wait(lambda: "-icanon" in flags() and "CGROUP" in tm(
+            "capture-pane", "-p", "-t", "z"), "no raw mode")
+        tm("send-keys", "-t", "z", "C-z")
+        wait(lambda: "Stopped" in tm("capture-pane", "-p", "-t", "z"),
+             "not stopped")
+        assert flags() == before
+        tm("send-keys", "-t", "z", "clear; fg", "Enter")
+        wait(lambda: "-icanon" in flags() and tm(
+            "capture-pane", "-p", "-t", "z").startswith("energystat  sort:"),
+            "no raw mode and redraw after fg")
+        tm("send-keys", "-t", "z", "q")
+        wait(lambda: flags() == before, "terminal not restored after q")
+    finally:
+        subprocess.run(["tmux", "-S", sock, "kill-server"],
+                       capture_output=True, timeout=20)

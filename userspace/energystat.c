@@ -4,14 +4,17 @@
  * cgroups from the cgroup_energy filesystem (/sys/fs/cgroup_energy).
  *
  * energystat.c: command line, the static mode (one sample) and the live mode
- * (rates between successive samples). See energystat.1.
+ * (rates between successive samples; on a terminal, interactive as
+ * systemd-cgtop). See energystat.1.
  *
  * The units below it, each with its own header, top down:
  *   serve.c     --listen: /metrics over HTTP
  *   health.c    the exporter's module state and own metrics
  *   gzip.c      gzip of its answers (zlib)
- *   output.c, prom.c  table and JSON; Prometheus text (view.h)
  *   filter.c    --include, --exclude: regexes on the cgroup path
+ *   term.c      the interactive live view's terminal: raw mode, keys
+ *   output.c, prom.c  table and JSON; Prometheus text (view.h)
+ *   units.c     J, kJ, Wh, kWh and W for the table
  *   tree.c      resolve PATH arguments, walk a tree into a sample
  *   series.c    each cgroup's own share of its counters
  *   names.c     pod, namespace and container names from the runtimes' bundles
@@ -46,6 +49,7 @@
 #include "view.h"
 #include "serve.h"
 #include "names.h"
+#include "term.h"
 
 #define EXIT_PARTIAL	1
 #define EXIT_NOTHING	2
@@ -71,6 +75,7 @@ struct opts {
 	bool any_addr;		/* no ADDR: every address */
 	struct filter filter;	/* --include, --exclude */
 	bool batch;
+	bool raw;		/* --raw: exact numbers, no human units */
 	char **args;
 	int nargs;
 };
@@ -87,11 +92,14 @@ static void usage(FILE *f)
 "  -d, --delay SEC     live mode: an update every SEC seconds (e.g. 0.5)\n"
 "  -n, --iterations N   live mode: stop after N updates (default delay 1 s)\n"
 "  -1                   live mode: one update (-n 1)\n"
-"  -b, --batch          live mode: do not clear the screen, print every row\n"
+"  -b, --batch          live mode: do not clear the screen, print every row,\n"
+"                       no keys\n"
 "      --depth N        show N levels below each PATH (0: PATH only); default\n"
 "                       3 in the table, no limit with --json or --prometheus\n"
 "  -s, --sort KEY       energy (default; power in live mode), cpu, wakeups,\n"
 "                       impact or path; -p: path, -c: cpu\n"
+"      --raw            the table and live view: exact joules and watts, not\n"
+"                       J, kJ, Wh, kWh and W chosen per value\n"
 "      --json           one JSON document per sample (see energystat(1))\n"
 "      --prometheus     Prometheus text format, for node_exporter's textfile\n"
 "                       collector (not with -d, -n or -1)\n"
@@ -114,12 +122,15 @@ static void usage(FILE *f)
 "  -h, --help           show this help\n"
 "  -V, --version        show the version\n"
 "\n"
-"Table: ENERGY(J) joules, CPU(s) CPU seconds, WAKEUPS count, IMPACT(s) energy\n"
-"impact in CPU-second equivalents, all since the module loaded. Live mode:\n"
-"POWER(W) watts, CPU%% (100 = one CPU), WAKEUPS/s, IMPACT (100 = one busy CPU).\n"
-"A ~ after ENERGY(J) or POWER(W): modelled joules (estimates, source model).\n"
-"The table fits the terminal (or $COLUMNS, else 80 columns): long paths keep\n"
-"their tail; live mode shows the rows that fit the screen.\n"
+"Table: ENERGY, CPU(s) CPU seconds, WAKEUPS count, IMPACT(s) energy impact in\n"
+"CPU-second equivalents, all since the module loaded; a machine line: total =\n"
+"tasks + idle + irq + softirq + steal. Live mode: POWER, CPU%% (100 = one CPU),\n"
+"WAKEUPS/s, IMPACT (100 = one busy CPU). A ~ after ENERGY or POWER: modelled\n"
+"joules (estimates, source model). The table fits the terminal (or $COLUMNS,\n"
+"else 80 columns): long paths are cut in the middle; live mode shows the rows\n"
+"that fit the screen. On a terminal, live mode starts at once with the\n"
+"module's 10 s average power and takes keys: q quit, p c e w i sort by path,\n"
+"cpu, power, wakeups, impact, + - depth, space pause, h help.\n"
 "Exit status: 0 ok, 1 some cgroups could not be read, 2 nothing could be shown.\n",
 		PROG, CGE_CGROUP_ROOT, CGE_MOUNT_POINT, CGE_MOUNT_POINT);
 }
@@ -182,7 +193,7 @@ static int add_filter(struct opts *o, bool exclude, const char *re)
 static int parse_opts(int argc, char **argv, struct opts *o)
 {
 	enum { OPT_JSON = 256, OPT_PROM, OPT_HIER, OPT_LISTEN, OPT_DEPTH,
-	       OPT_RUNTIME_ROOT, OPT_INCLUDE, OPT_EXCLUDE };
+	       OPT_RUNTIME_ROOT, OPT_INCLUDE, OPT_EXCLUDE, OPT_RAW };
 	static const struct option longopts[] = {
 		{ "delay", required_argument, NULL, 'd' },
 		{ "depth", required_argument, NULL, OPT_DEPTH },
@@ -190,6 +201,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{ "count", required_argument, NULL, 'n' },	/* its older name */
 		{ "interval", required_argument, NULL, 'i' },	/* gone: an error */
 		{ "batch", no_argument, NULL, 'b' },
+		{ "raw", no_argument, NULL, OPT_RAW },
 		{ "sort", required_argument, NULL, 's' },
 		{ "json", no_argument, NULL, OPT_JSON },
 		{ "prometheus", no_argument, NULL, OPT_PROM },
@@ -253,6 +265,9 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			break;
 		case 'b':
 			o->batch = true;
+			break;
+		case OPT_RAW:
+			o->raw = true;
 			break;
 		case 'p':
 			o->sort = SORT_PATH;
@@ -480,6 +495,7 @@ static void print_view(const struct opts *o, const struct view *v)
 		break;
 	default:
 		out_table(stdout, v);
+		out_machine(stdout, v, v->fit->cols);
 	}
 	fflush(stdout);
 }
@@ -517,7 +533,7 @@ static int run_static(const struct opts *o, const struct tree *t, struct diag *d
 {
 	struct sample s;
 	struct table_fit fit = { 0 };
-	struct view v = { .root = t->root, .sort = o->sort,
+	struct view v = { .root = t->root, .sort = o->sort, .raw = o->raw,
 			  .hierarchical = o->hierarchical, .fit = &fit,
 			  .filter = o->fmt == FMT_PROM ? &o->filter : NULL };
 	size_t rows;
@@ -657,9 +673,24 @@ static void live_drop(struct live *l)
 	l->have_last = false;
 }
 
-/* Rates of cur into v (NULL rates: none yet); false when cur restarts. */
+/* The rates of the root's keys (the machine line's), from prev to cur. */
+static void machine_rates(const struct cg_stat *prev, const struct cg_stat *cur,
+			  double dt_us, struct rates *r)
+{
+	r->valid = true;
+	for (int k = 0; k < NKEYS; k++)
+		r->r[k] = stat_has(prev, k) && stat_has(cur, k) ?
+			  rate_of(key_table[k].kind, cur->v[k] - prev->v[k], dt_us) :
+			  NAN;
+}
+
+/*
+ * Rates of cur into v (NULL rates: none yet), the root's into machine
+ * (v->machine set when there are some); false when cur restarts.
+ */
 static bool live_rates(const struct live *l, const struct sample *cur,
-		       struct view *v, struct rates *rates)
+		       struct view *v, struct rates *rates,
+		       struct rates *machine)
 {
 	uint64_t now = module_ns(cur), then = module_ns(&l->last);
 	const struct sample *from = &l->last;
@@ -683,6 +714,8 @@ static bool live_rates(const struct live *l, const struct sample *cur,
 	}
 	v->interval_s = dt / 1e6;
 	compute_rates(from, cur, dt, rates);
+	machine_rates(&from->root, &cur->root, dt, machine);
+	v->machine = machine;
 	return true;
 }
 
@@ -712,6 +745,7 @@ static int run_live(const struct opts *o, const struct tree *t, struct diag *d)
 	struct live l = { 0 };
 	struct sample cur;
 	struct table_fit fit = { 0 };
+	struct rates machine;
 	bool failed = false;
 	bool clear = o->fmt == FMT_TABLE && !o->batch && isatty(STDOUT_FILENO);
 	uint64_t step = (uint64_t)(o->delay * 1e9), next;
@@ -728,7 +762,7 @@ static int run_live(const struct opts *o, const struct tree *t, struct diag *d)
 	next = l.last.mono_ns + step;
 	for (unsigned long i = 0; o->count == 0 || i < o->count; i++) {
 		struct view v = { .root = t->root, .sort = o->sort, .fit = &fit,
-				  .clock = "wall" };
+				  .clock = "wall", .raw = o->raw };
 		struct rates *rates;
 		size_t rows, extra;
 
@@ -750,10 +784,12 @@ static int run_live(const struct opts *o, const struct tree *t, struct diag *d)
 		}
 		v.s = &cur;
 		v.rates = rates;
-		v.reset = !live_rates(&l, &cur, &v, rates);
+		v.reset = !live_rates(&l, &cur, &v, rates, &machine);
 		term_size(&fit.cols, &rows);
-		/* the header, the rows, the reset message, the cursor's line */
-		extra = 2 + (size_t)v.reset;
+		/* the header, the rows, the machine line, the reset message,
+		 * the cursor's line */
+		extra = 2 + (size_t)v.reset +
+			(o->fmt == FMT_TABLE ? out_machine(NULL, &v, fit.cols) : 0);
 		fit.max_rows = !clear ? 0 : rows > extra ? rows - extra : 1;
 		if (clear)
 			fputs("\033[H\033[2J", stdout);
@@ -768,6 +804,285 @@ static int run_live(const struct opts *o, const struct tree *t, struct diag *d)
 	}
 	live_drop(&l);
 	return failed || d->errors ? EXIT_PARTIAL : 0;
+}
+
+/* ---- the interactive live view ------------------------------------------ */
+
+/*
+ * Live mode on a terminal (standard input too), as systemd-cgtop: keys act
+ * at once, a first screen before the first delay, the depth changed without
+ * a new walk (the whole tree is read, the levels shown are filtered).
+ */
+struct top {
+	enum sort_key sort;
+	int depth;		/* levels shown below each PATH; -1: all */
+	bool paused, help;
+	bool first;		/* the first screen: power from power_avg10_mw */
+	bool have;		/* a frame to draw */
+};
+
+static const char *const sort_names[] = {
+	[SORT_ENERGY] = "power", [SORT_CPU] = "cpu", [SORT_WAKEUPS] = "wakeups",
+	[SORT_IMPACT] = "impact", [SORT_PATH] = "path",
+};
+
+/* The first screen's rates: power from power_avg10_mw, nothing else. */
+static void avg10_rates(const struct sample *s, struct rates *rates)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		const struct cg_node *n = &s->nodes[i];
+
+		rates[i].valid = n->ok && n->st.has_avg10;
+		for (int k = 0; k < NKEYS; k++)
+			rates[i].r[k] = NAN;
+		if (rates[i].valid)
+			rates[i].r[K_ENERGY_UJ] = (double)n->st.avg10_mw / 1e3;
+	}
+}
+
+/* Levels of "/a/b" below "/": 2; "/": 0. */
+static unsigned int levels(const char *path)
+{
+	unsigned int n = 0;
+
+	for (const char *p = path; path[1] && *p; p++)
+		n += *p == '/';
+	return n;
+}
+
+/* Levels a node is below the nearest PATH argument that holds it. */
+static unsigned int rel_depth(const struct tree *t, const struct cg_node *n)
+{
+	unsigned int best = n->depth, lv = levels(n->path);
+
+	for (size_t i = 0; i < t->npaths; i++) {
+		const char *p = t->paths[i];
+		size_t len = strlen(p);
+
+		if (strcmp(p, "/") == 0 ||
+		    (strncmp(n->path, p, len) == 0 &&
+		     (n->path[len] == '\0' || n->path[len] == '/')))
+			if (lv - levels(p) < best)
+				best = lv - levels(p);
+	}
+	return best;
+}
+
+/* hide[i]: the node is deeper than tp->depth; the deepest level seen. */
+static unsigned int top_hide(const struct tree *t, const struct sample *s,
+			     const struct top *tp, bool *hide)
+{
+	unsigned int deepest = 0;
+
+	for (size_t i = 0; i < s->n; i++) {
+		unsigned int d = rel_depth(t, &s->nodes[i]);
+
+		hide[i] = tp->depth >= 0 && d > (unsigned int)tp->depth;
+		if (d > deepest)
+			deepest = d;
+	}
+	return deepest;
+}
+
+/* One line of at most cols columns, then a newline. */
+static void top_line(const char *text, size_t cols)
+{
+	fput_term_fit(stdout, text, cols, false);
+	fputc('\n', stdout);
+}
+
+/*
+ * The screen: a status line (sort key, depth, delay, paused), the machine
+ * line, the first screen's note, the help line, then the rows that fit.
+ */
+static void top_draw(const struct opts *o, const struct tree *t,
+		     const struct top *tp, struct view *v, bool *hide)
+{
+	size_t cols, rows, lines = 1;
+	char status[160], depth[16];
+
+	term_size(&cols, &rows);
+	v->fit->cols = cols;
+	v->sort = tp->sort;
+	v->hide = hide;
+	top_hide(t, v->s, tp, hide);
+	if (tp->depth < 0)
+		snprintf(depth, sizeof(depth), "all");
+	else
+		snprintf(depth, sizeof(depth), "%d", tp->depth);
+	snprintf(status, sizeof(status), "%s  sort: %s  depth: %s  every %g s%s"
+		 "  h: help", PROG, sort_names[tp->sort], depth, o->delay,
+		 tp->paused ? "  PAUSED" : "");
+	fputs("\033[H\033[2J", stdout);
+	top_line(status, cols);
+	lines += out_machine(stdout, v, cols);
+	if (tp->first) {
+		top_line("POWER: the module's 10 s average (power_avg10_mw); "
+			 "the rest from the next update", cols);
+		lines++;
+	}
+	if (tp->help) {
+		top_line("q quit  sort: p path c cpu e power w wakeups i impact  "
+			 "+/- depth  space pause", cols);
+		lines++;
+	}
+	lines += 2 + (size_t)v->reset;	/* the header, the cursor's line */
+	v->fit->max_rows = rows > lines ? rows - lines : 1;
+	out_table(stdout, v);
+	fflush(stdout);
+	if (v->reset)
+		diag_msg("counters restarted (module reloaded?): new baseline, "
+			 "rates from the next update");
+}
+
+/* A key: true when it asks to quit; *draw set when the screen changes. */
+static bool top_key(int key, const struct tree *t, const struct sample *s,
+		    struct top *tp, bool *hide, uint64_t *next, bool *draw)
+{
+	static const struct {
+		int key;
+		enum sort_key sort;
+	} sort_keys[] = {
+		{ 'p', SORT_PATH }, { 'c', SORT_CPU }, { 'e', SORT_ENERGY },
+		{ 'w', SORT_WAKEUPS }, { 'i', SORT_IMPACT },
+	};
+
+	*draw = true;
+	for (size_t i = 0; i < ARRAY_SIZE(sort_keys); i++)
+		if (key == sort_keys[i].key)
+			tp->sort = sort_keys[i].sort;
+	if (key == '+' && tp->depth >= 0 && tp->depth < INT_MAX)
+		tp->depth++;
+	if (key == '-' && tp->depth < 0 && tp->have)
+		tp->depth = (int)top_hide(t, s, tp, hide);
+	if (key == '-' && tp->depth > 0)
+		tp->depth--;
+	if (key == ' ') {
+		tp->paused = !tp->paused;
+		if (!tp->paused)	/* a new frame at once */
+			*next = clock_ns(CLOCK_MONOTONIC);
+	}
+	if (key == 'h' || key == '?')
+		tp->help = !tp->help;
+	return key == 'q' || key == 'Q';
+}
+
+#define KEY_EARLY	(-3)	/* poll() woke before the time: nothing to do */
+
+/* Wait for the next frame's time or a key: the key, or KEY_NONE on time. */
+static int top_wait(uint64_t next)
+{
+	uint64_t now = clock_ns(CLOCK_MONOTONIC);
+	int key;
+
+	if (now >= next)
+		return KEY_NONE;
+	key = term_key((int)((next - now + 999999) / 1000000));
+	if (key == KEY_NONE && clock_ns(CLOCK_MONOTONIC) < next)
+		return KEY_EARLY;
+	return key;
+}
+
+/* A new sample into l and its rates into v; false when it cannot be read. */
+static bool top_sample(const struct tree *t, struct live *l, struct view *v,
+		       struct rates **rates, bool **hide, struct rates *machine,
+		       struct diag *d)
+{
+	struct sample cur;
+	size_t n;
+
+	if (sample_take(t, &cur, d) != TREE_OK) {
+		live_drop(l);
+		return false;
+	}
+	n = cur.n ? cur.n : 1;
+	free(*rates);
+	free(*hide);
+	*rates = calloc(n, sizeof(**rates));
+	*hide = calloc(n, sizeof(**hide));
+	if (!*rates || !*hide) {
+		diag_msg("out of memory");
+		sample_free(&cur);
+		live_drop(l);
+		return false;
+	}
+	v->machine = NULL;
+	v->rates = *rates;
+	v->reset = !live_rates(l, &cur, v, *rates, machine);
+	live_keep(l, &cur, v->reset);
+	v->s = &l->last;
+	return true;
+}
+
+static int run_top(const struct opts *o, const struct tree *t0, struct diag *d)
+{
+	struct tree t = *t0;
+	struct live l = { 0 };
+	struct table_fit fit = { 0 };
+	struct top tp = { .sort = o->sort, .depth = o->depth, .first = true };
+	struct view v = { .root = t.root, .fit = &fit, .clock = "wall",
+			  .raw = o->raw, .top = true };
+	struct rates *rates = NULL, machine;
+	bool *hide = NULL, failed = false;
+	uint64_t step = (uint64_t)(o->delay * 1e9), next;
+	unsigned long done = 0;
+	int rc;
+
+	t.max_depth = -1;	/* every level read: +/- only filter */
+	if (sample_take(&t, &l.last, d) != TREE_OK)
+		return EXIT_NOTHING;
+	l.have_last = true;
+	rc = check_delay(o, &l.last);
+	if (rc >= 0) {
+		live_drop(&l);
+		return rc;
+	}
+	rates = calloc(l.last.n ? l.last.n : 1, sizeof(*rates));
+	hide = calloc(l.last.n ? l.last.n : 1, sizeof(*hide));
+	if (!rates || !hide) {
+		diag_msg("out of memory");
+		rc = EXIT_NOTHING;
+		goto out;
+	}
+	term_raw();
+	/* a whole screen per write: no half-drawn frame, no flicker */
+	setvbuf(stdout, NULL, _IOFBF, 1 << 16);
+	avg10_rates(&l.last, rates);
+	v.s = &l.last;
+	v.rates = rates;
+	tp.have = true;
+	top_draw(o, &t, &tp, &v, hide);
+	next = l.last.mono_ns + step;
+	while (!o->count || done < o->count) {
+		int key = top_wait(next);
+		bool draw = false;
+
+		if (key == KEY_NONE) {
+			next += step;
+			if (tp.paused)
+				continue;
+			tp.have = top_sample(&t, &l, &v, &rates, &hide, &machine, d);
+			failed |= !tp.have;
+			tp.first = false;
+			draw = tp.have;
+			done++;
+			if (l.have_last && l.last.mono_ns > next)
+				next = l.last.mono_ns + step;	/* no burst */
+		} else if (key == KEY_REDRAW) {
+			draw = tp.have;
+		} else if (key > 0 && top_key(key, &t, v.s, &tp, hide, &next, &draw)) {
+			break;
+		}
+		if (draw && tp.have)
+			top_draw(o, &t, &tp, &v, hide);
+	}
+	rc = failed || d->errors ? EXIT_PARTIAL : 0;
+out:
+	term_restore();
+	free(hide);
+	free(rates);
+	live_drop(&l);
+	return rc;
 }
 
 /* the signals that end energystat while --output writes */
@@ -926,7 +1241,9 @@ int main(int argc, char **argv)
 		rc = tmp ? output_commit(tmp, o.output, run_static(&o, &t, &d)) :
 			   EXIT_NOTHING;
 	} else if (rc < 0) {
-		rc = o.live ? run_live(&o, &t, &d) : run_static(&o, &t, &d);
+		rc = !o.live ? run_static(&o, &t, &d) :
+		     o.fmt == FMT_TABLE && !o.batch && term_interactive() ?
+		     run_top(&o, &t, &d) : run_live(&o, &t, &d);
 	}
 	diag_finish(&d);
 	filter_free(&o.filter);

@@ -16,6 +16,7 @@
 #include "stat.h"
 #include "tree.h"
 #include "text.h"
+#include "units.h"
 #include "workload.h"
 #include "view.h"
 
@@ -63,7 +64,8 @@ struct row *make_rows(const struct view *v, size_t *n)
 		const struct cg_node *node = &s->nodes[i];
 		struct row *r = &rows[m];
 
-		if (!node->ok || !filter_match(v->filter, node->path))
+		if (!node->ok || (v->hide && v->hide[i]) ||
+		    !filter_match(v->filter, node->path))
 			continue;
 		r->n = node;
 		r->r = v->rates ? &v->rates[i] : NULL;
@@ -95,14 +97,18 @@ struct row *make_rows(const struct view *v, size_t *n)
 static const enum key_id table_keys[TABLE_NCOLS] = {
 	K_ENERGY_UJ, K_USAGE_USEC, K_WAKEUPS, K_IMPACT_USEC
 };
-static const char *const static_heads[TABLE_NCOLS] = {
-	"ENERGY(J)", "CPU(s)", "WAKEUPS", "IMPACT(s)"
+/* the heads with --raw, then those with human units in the energy column */
+static const char *const static_heads[2][TABLE_NCOLS] = {
+	{ "ENERGY(J)", "CPU(s)", "WAKEUPS", "IMPACT(s)" },
+	{ "ENERGY", "CPU(s)", "WAKEUPS", "IMPACT(s)" },
 };
-static const char *const live_heads[TABLE_NCOLS] = {
-	"POWER(W)", "CPU%", "WAKEUPS/s", "IMPACT"
+static const char *const live_heads[2][TABLE_NCOLS] = {
+	{ "POWER(W)", "CPU%", "WAKEUPS/s", "IMPACT" },
+	{ "POWER", "CPU%", "WAKEUPS/s", "IMPACT" },
 };
 
-static void format_cell(char *buf, const struct row *r, int col)
+/* One number cell: --raw as always, else energy and power in human units. */
+static void format_cell(char *buf, const struct row *r, int col, bool raw)
 {
 	enum key_id k = table_keys[col];
 
@@ -110,10 +116,14 @@ static void format_cell(char *buf, const struct row *r, int col)
 		if (k == K_WAKEUPS)
 			snprintf(buf, CELL, "%llu",
 				 (unsigned long long)r->n->st.v[k]);
+		else if (k == K_ENERGY_UJ && !raw)
+			fmt_energy(buf, CELL, r->n->st.v[k]);
 		else
 			fmt_fixed(buf, CELL, r->n->st.v[k], 6, 3);
 	} else if (!r->r->valid || isnan(r->r->r[k])) {
 		snprintf(buf, CELL, "-");
+	} else if (k == K_ENERGY_UJ && !raw) {
+		fmt_power(buf, CELL, r->r->r[k]);
 	} else {
 		snprintf(buf, CELL, k == K_ENERGY_UJ ? "%.3f" : "%.1f", r->r->r[k]);
 	}
@@ -134,28 +144,82 @@ static size_t clamp_sz(size_t v, size_t lo, size_t hi)
  * CGROUP first, up to all but WL_MIN of them, WORKLOAD the rest (at least
  * its header). A terminal too narrow even for that gets longer lines.
  */
-static void fit_widths(const struct table_fit *fit, size_t *pathw, size_t *wlw)
+static void fit_widths(const struct table_fit *fit, bool top, size_t *pathw,
+		       size_t *wlw)
 {
 	size_t used = 2, left, wl_min = fit->wl < WL_MIN ? fit->wl : WL_MIN;
 
 	for (int c = 0; c < TABLE_NCOLS; c++)
 		used += 2 + fit->num[c];
 	left = fit->cols > used ? fit->cols - used : 0;
+	if (top) {	/* no WORKLOAD column: it is in CGROUP's */
+		*pathw = clamp_sz(left + 2, strlen("CGROUP"), fit->path);
+		*wlw = 0;
+		return;
+	}
 	*pathw = clamp_sz(left > wl_min ? left - wl_min : 0, strlen("CGROUP"),
 			  fit->path);
 	*wlw = clamp_sz(left > *pathw ? left - *pathw : 0, strlen("WORKLOAD"),
 			fit->wl);
 }
 
+#define PATH_MIN	16	/* CGROUP's columns kept for the path after WORKLOAD */
+
 /*
- * The table, fitted to v->fit: paths ellipsized keeping their tail (which
- * names the workload), workloads keeping their head, at most max_rows rows
- * after the header. A "~" after the energy column's head marks modelled
- * figures (energy.info "source model"): estimates, not measurements.
+ * The interactive view's name: the workload (when it says more than the
+ * path's last name) then the path. Sets *lw to the label's width, 0 when
+ * it is not shown.
+ */
+static size_t name_width(const char *path, const char *label, size_t *lw)
+{
+	const char *last = strrchr(path, '/');
+
+	*lw = 0;
+	if (strcmp(label, "-") != 0 && (!last || strcmp(last + 1, label) != 0))
+		*lw = term_width(label);
+	return term_width(path) + (*lw ? *lw + 2 : 0);
+}
+
+/*
+ * Print a row's name in width columns: the path cut in the middle, after
+ * the workload (top) when one is shown, itself cut at its end when the path
+ * would keep fewer than PATH_MIN columns. Returns the columns printed.
+ */
+static size_t put_name(FILE *f, const char *path, const char *label,
+		       size_t width, bool top)
+{
+	size_t lw, pw, used = 0;
+
+	if (top)
+		name_width(path, label, &lw);
+	else
+		lw = 0;
+	if (lw) {
+		pw = term_width(path);
+		pw = pw < PATH_MIN ? pw : PATH_MIN;
+		if (lw + 2 + pw > width)
+			lw = width > pw + 2 ? width - pw - 2 : 0;
+		if (lw) {
+			used = fput_term_fit(f, label, lw, false);
+			fputs("  ", f);
+			used += 2;
+		}
+	}
+	return used + fput_term_mid(f, path, width - used);
+}
+
+/*
+ * The table, fitted to v->fit: paths cut in the middle (keeping the slice
+ * at their start and the cgroup at their end), workloads keeping their
+ * head, at most max_rows rows after the header. A "~" after the energy
+ * column's head marks modelled figures (energy.info "source model"):
+ * estimates, not measurements. v->top: the workload before the path in
+ * the CGROUP column, no WORKLOAD column.
  */
 void out_table(FILE *f, const struct view *v)
 {
-	const char *const *heads = v->rates ? live_heads : static_heads;
+	const char *const *heads = v->rates ? live_heads[!v->raw] :
+					      static_heads[!v->raw];
 	const char *src = info_get(&v->s->info, "source");
 	struct table_fit *fit = v->fit;
 	size_t n, pathw, wlw;
@@ -178,35 +242,113 @@ void out_table(FILE *f, const struct view *v)
 	fit->path = max_sz(fit->path, strlen("CGROUP"));
 	fit->wl = max_sz(fit->wl, strlen("WORKLOAD"));
 	for (size_t i = 0; i < n; i++) {
-		fit->path = max_sz(fit->path, term_width(rows[i].n->path));
+		size_t lw;
+
 		workload_label(&rows[i].n->wl, labels[i], sizeof(labels[i]));
+		fit->path = max_sz(fit->path, v->top ?
+				   name_width(rows[i].n->path, labels[i], &lw) :
+				   term_width(rows[i].n->path));
 		fit->wl = max_sz(fit->wl, term_width(labels[i]));
 		for (int c = 0; c < TABLE_NCOLS; c++) {
-			format_cell(cells[i][c], &rows[i], c);
+			format_cell(cells[i][c], &rows[i], c, v->raw);
 			fit->num[c] = max_sz(fit->num[c], strlen(cells[i][c]));
 		}
 	}
-	fit_widths(fit, &pathw, &wlw);
+	fit_widths(fit, v->top, &pathw, &wlw);
 	if (fit->max_rows && n > fit->max_rows)
 		n = fit->max_rows;
 	fprintf(f, "%-*s", (int)pathw, "CGROUP");
 	for (int c = 0; c < TABLE_NCOLS; c++)
 		fprintf(f, "  %*s", (int)fit->num[c], head[c]);
-	fputs("  WORKLOAD\n", f);
+	fputs(v->top ? "\n" : "  WORKLOAD\n", f);
 	for (size_t i = 0; i < n; i++) {
-		size_t w = fput_term_fit(f, rows[i].n->path, pathw, true);
+		size_t w = put_name(f, rows[i].n->path, labels[i], pathw, v->top);
 
 		fprintf(f, "%*s", (int)(pathw - w), "");
 		for (int c = 0; c < TABLE_NCOLS; c++)
 			fprintf(f, "  %*s", (int)fit->num[c], cells[i][c]);
-		fputs("  ", f);
-		fput_term_fit(f, labels[i], wlw, false);
+		if (!v->top) {
+			fputs("  ", f);
+			fput_term_fit(f, labels[i], wlw, false);
+		}
 		fputc('\n', f);
 	}
 out:
 	free(labels);
 	free(cells);
 	free(rows);
+}
+
+/* ---- the machine line ---------------------------------------------------- */
+
+/* the root's parts of total_uj, in the order of the contract's identity */
+static const struct {
+	const char *name;
+	enum key_id k;
+} machine_parts[] = {
+	{ "tasks", K_ENERGY_UJ }, { "idle", K_IDLE_UJ }, { "irq", K_IRQ_UJ },
+	{ "softirq", K_SOFTIRQ_UJ }, { "steal", K_STEAL_UJ },
+};
+
+/* One part's value: energy since the module loaded, or power. */
+static void machine_value(char *buf, const struct view *v, enum key_id k)
+{
+	if (!v->machine) {
+		if (v->raw) {
+			fmt_exact(buf, CELL - 2, v->s->root.v[k], 6);
+			strcat(buf, " J");
+		} else {
+			fmt_energy(buf, CELL, v->s->root.v[k]);
+		}
+	} else if (isnan(v->machine->r[k])) {
+		snprintf(buf, CELL, "-");
+	} else if (v->raw) {
+		snprintf(buf, CELL, "%.3f W", v->machine->r[k]);
+	} else {
+		fmt_power(buf, CELL, v->machine->r[k]);
+	}
+}
+
+/*
+ * The machine's energy (or power) and its parts, from the root's keys:
+ * total_uj == energy_uj (tasks) + idle_uj + irq_uj + softirq_uj + steal_uj
+ * (docs/contract.md), the parts an older module lacks left out. Wrapped to
+ * cols; f NULL only counts. Returns the lines, 0 without total_uj.
+ */
+size_t out_machine(FILE *f, const struct view *v, size_t cols)
+{
+	const struct cg_stat *root = &v->s->root;
+	char item[64], val[CELL];
+	size_t col = 0, lines = 1;
+
+	if (!stat_has(root, K_TOTAL_UJ))
+		return 0;
+	machine_value(val, v, K_TOTAL_UJ);
+	col = (size_t)snprintf(item, sizeof(item), "machine%s: total %s",
+			       v->machine ? "" : " since load", val);
+	if (f)
+		fputs(item, f);
+	for (size_t i = 0; i < ARRAY_SIZE(machine_parts); i++) {
+		size_t len;
+
+		if (!stat_has(root, machine_parts[i].k))
+			continue;
+		machine_value(val, v, machine_parts[i].k);
+		len = (size_t)snprintf(item, sizeof(item), "%s %s %s",
+				       i ? "+" : "=", machine_parts[i].name, val);
+		if (col + 1 + len > cols) {
+			lines++;
+			col = 1;
+			if (f)
+				fputs("\n ", f);
+		}
+		if (f)
+			fprintf(f, " %s", item);
+		col += 1 + len;
+	}
+	if (f)
+		fputc('\n', f);
+	return lines;
 }
 
 /* ---- JSON --------------------------------------------------------------- */

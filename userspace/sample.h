@@ -63,6 +63,8 @@ struct cg_stat {
 	uint64_t own[NOWN];	/* own_<key> */
 	unsigned int present;	/* bit (1u << key_id) set when the key was read */
 	unsigned int own_present;	/* the same for own[] */
+	uint64_t avg10_mw;	/* power_avg10_mw: a gauge, not a counter */
+	bool has_avg10;		/* power_avg10_mw was read */
 };
 
 static inline bool stat_has(const struct cg_stat *st, enum key_id k)

@@ -58,6 +58,20 @@ static int fail(struct parse_err *pe, unsigned int line, const char *msg)
 	return -1;
 }
 
+/*
+ * power_avg10_mw, the module's 10 s average power (a gauge): kept apart
+ * from the counters, which rates, JSON and Prometheus go through.
+ */
+static int parse_avg10(struct cg_stat *st, uint64_t v, unsigned int lineno,
+		       struct parse_err *pe)
+{
+	if (st->has_avg10)
+		return fail(pe, lineno, "duplicate key " CGE_KEY_POWER_AVG10_MW);
+	st->avg10_mw = v;
+	st->has_avg10 = true;
+	return 0;
+}
+
 /* Parse one "key value" line (no newline). Returns 0, or -1 with pe set. */
 static int parse_line(const char *p, size_t n, unsigned int lineno,
 		      struct cg_stat *st, struct parse_err *pe)
@@ -99,6 +113,10 @@ static int parse_line(const char *p, size_t n, unsigned int lineno,
 	if (i != n)
 		return fail(pe, lineno,
 			    "expected 'key value' with an unsigned integer value");
+
+	if (klen == strlen(CGE_KEY_POWER_AVG10_MW) &&
+	    memcmp(p + kstart, CGE_KEY_POWER_AVG10_MW, klen) == 0)
+		return parse_avg10(st, v, lineno, pe);
 
 	const size_t plen = strlen(CGE_OWN_PREFIX);
 	bool own = klen > plen && memcmp(p + kstart, CGE_OWN_PREFIX, plen) == 0;

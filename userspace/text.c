@@ -203,6 +203,27 @@ size_t fput_term_fit(FILE *f, const char *s, size_t width, bool tail)
 	return c.used + 3;
 }
 
+/*
+ * Print s in at most width columns keeping its start and its end: as is
+ * when it fits, else head "..." tail, the tail one column longer when the
+ * room is odd (a path's end names the cgroup, its start the slice).
+ * Returns the columns printed.
+ */
+size_t fput_term_mid(FILE *f, const char *s, size_t width)
+{
+	struct fit_walk head = { .f = f, .total = term_width(s) };
+	struct fit_walk tail = { .f = f, .tail = true, .total = head.total };
+
+	if (head.total <= width || width <= 3)
+		return fput_term_fit(f, s, width, false);
+	tail.room = (width - 3 + 1) / 2;
+	head.room = width - 3 - tail.room;
+	term_walk(s, emit_fit, &head);
+	fputs("...", f);
+	term_walk(s, emit_fit, &tail);
+	return head.used + 3 + tail.used;
+}
+
 void fput_json_string(FILE *f, const char *str)
 {
 	const unsigned char *s = (const unsigned char *)str;

@@ -17,6 +17,7 @@ void esc_term(char *dst, size_t dstsz, const char *src);
 size_t term_width(const char *s);
 void fput_term(FILE *f, const char *s);
 size_t fput_term_fit(FILE *f, const char *s, size_t width, bool tail);
+size_t fput_term_mid(FILE *f, const char *s, size_t width);
 void fput_json_string(FILE *f, const char *s);
 void fput_prom_label(FILE *f, const char *s);
 void fmt_fixed(char *buf, size_t sz, uint64_t v, unsigned int scale,

@@ -49,6 +49,10 @@ struct view {
 	const struct filter *filter;	/* Prometheus: whose series; NULL all */
 	bool exporter;			/* Prometheus: the caller ends the text */
 	struct table_fit *fit;		/* table: its shape */
+	bool raw;			/* table: exact numbers, no human units */
+	bool top;			/* table: the interactive view's layout */
+	const bool *hide;		/* per node: left out (live depth); NULL: none */
+	const struct rates *machine;	/* the root's rates; NULL: since load */
 };
 
 struct row {
@@ -62,6 +66,7 @@ struct row {
 
 struct row *make_rows(const struct view *v, size_t *n);
 void out_table(FILE *f, const struct view *v);
+size_t out_machine(FILE *f, const struct view *v, size_t cols);
 void out_json(FILE *f, const struct view *v);
 size_t out_prometheus(FILE *f, const struct view *v);
 void prom_head(FILE *f, const struct view *v, const char *name,
