@@ -257,3 +257,26 @@ def test_energystat_exporter_and_its_accounts(debs, tmp_path):
                      unit, re.M), unit
     assert (root / 'usr/lib/sysusers.d/energystat.conf').read_bytes() == \
         (REPO / 'dist/sysusers.d/energystat.conf').read_bytes()
+
+
+def test_server_image_holds_the_tool_packages_libraries(debs):
+    """The server scenario's guest has no network: its apt installs the
+    energystat package from apt's cache, where the image's recipe put
+    server.DOWNLOAD. Every library package the built package depends on
+    (${shlibs:Depends}) must be there, or base Debian (priority required,
+    as debootstrap's minbase installs)."""
+    from vm import server
+    r = run(['dpkg-deb', '-f', str(debs[TOOL_PKG]), 'Depends'])
+    assert r.returncode == 0, r.out
+    names = {re.match(r'\s*([\w.+-]+)', alt)[1]
+             for dep in r.stdout.split(',') for alt in dep.split('|')}
+    libs = sorted(n for n in names if n.startswith('lib'))
+    assert 'libmicrohttpd12' in libs, libs
+    missing = []
+    for lib in libs:
+        q = run(['dpkg-query', '-W', '-f=${Priority}', lib])
+        # libc6: every essential package depends on it
+        if (lib not in server.DOWNLOAD and lib != 'libc6' and
+                q.stdout.strip() != 'required'):
+            missing.append(lib)
+    assert missing == [], f'add to tests/vm/server.py DOWNLOAD: {missing}'
