@@ -8,6 +8,7 @@
  *
  * The units below it, each with its own header, top down:
  *   serve.c     --listen: /metrics over HTTP
+ *   webcfg.c    --web.config.file: its TLS and basic authentication
  *   output.c, prom.c  table and JSON; Prometheus text (view.h)
  *   tree.c      resolve PATH arguments, walk a tree into a sample
  *   series.c    each cgroup's own share of its counters
@@ -39,6 +40,7 @@
 #include "tree.h"
 #include "text.h"
 #include "view.h"
+#include "webcfg.h"
 #include "serve.h"
 
 #define EXIT_PARTIAL	1
@@ -60,6 +62,7 @@ struct opts {
 	bool hierarchical;
 	const char *listen;	/* --listen [ADDR:]PORT, NULL: none */
 	const char *output;	/* --output FILE, NULL: standard output */
+	const char *web_config;	/* --web.config.file FILE, NULL: none */
 	struct sockaddr_storage addr;	/* its address */
 	bool any_addr;		/* no ADDR: every address */
 	bool batch;
@@ -91,6 +94,8 @@ static void usage(FILE *f)
 "                       file in its directory, renamed), not standard output\n"
 "      --listen [ADDR:]PORT  serve /metrics (Prometheus) over HTTP on PORT;\n"
 "                       ADDR: an IPv4 address or [IPv6]; default every address\n"
+"      --web.config.file FILE  --listen: TLS and basic authentication from\n"
+"                       FILE, Prometheus exporter-toolkit's web configuration\n"
 "      --hierarchical   Prometheus: each cgroup's counters with its descendants\n"
 "                       (cgroup_energy_subtree_*); default: its own share, so\n"
 "                       that sum() over cgroups is the root's energy\n"
@@ -151,7 +156,8 @@ static const struct {
 /* Returns -1 to go on, else an exit status. */
 static int parse_opts(int argc, char **argv, struct opts *o)
 {
-	enum { OPT_JSON = 256, OPT_PROM, OPT_HIER, OPT_LISTEN, OPT_DEPTH };
+	enum { OPT_JSON = 256, OPT_PROM, OPT_HIER, OPT_LISTEN, OPT_DEPTH,
+	       OPT_WEBCFG };
 	static const struct option longopts[] = {
 		{ "delay", required_argument, NULL, 'd' },
 		{ "depth", required_argument, NULL, OPT_DEPTH },
@@ -164,6 +170,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{ "prometheus", no_argument, NULL, OPT_PROM },
 		{ "hierarchical", no_argument, NULL, OPT_HIER },
 		{ "listen", required_argument, NULL, OPT_LISTEN },
+		{ "web.config.file", required_argument, NULL, OPT_WEBCFG },
 		{ "output", required_argument, NULL, 'o' },
 		{ "root", required_argument, NULL, 'r' },
 		{ "help", no_argument, NULL, 'h' },
@@ -264,6 +271,11 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			o->listen = optarg;
 			break;
 		}
+		case OPT_WEBCFG:
+			if (!*optarg)
+				return usage_error("empty --web.config.file", NULL);
+			o->web_config = optarg;
+			break;
 		case 'o':
 			if (!*optarg)
 				return usage_error("empty --output", NULL);
@@ -290,6 +302,9 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	if (o->listen && (o->live || o->fmt == FMT_JSON))
 		return usage_error("--listen serves Prometheus metrics and cannot "
 				   "be used with --json, -d, -n or -1", NULL);
+	if (o->web_config && !o->listen)
+		return usage_error("--web.config.file configures --listen's TLS and "
+				   "authentication and needs --listen", NULL);
 	if (o->live && o->fmt == FMT_PROM)
 		return usage_error("--prometheus prints counters and cannot be "
 				   "used with -d, -n or -1: Prometheus computes the "
@@ -826,21 +841,26 @@ int main(int argc, char **argv)
 	struct opts o;
 	struct tree t = { 0 };
 	struct diag d = { .limit = DIAG_LIMIT };
+	struct webcfg *wc = NULL;
 	char *root;
 	int rc = parse_opts(argc, argv, &o);
 
 	if (rc >= 0)
 		return rc;
+	/* before the tree: a bad file is refused whatever the module's state */
+	if (o.web_config && !(wc = webcfg_load(o.web_config)))
+		return EXIT_NOTHING;
 	root = root_dir(o.root);
 	if (!root) {
 		diag_msg("out of memory");
+		webcfg_free(wc);
 		return EXIT_NOTHING;
 	}
 	rc = setup_tree(&o, &t, root, &d);
 	/* Prometheus takes a counter that went down for a reset */
 	t.exact = o.fmt == FMT_PROM || o.listen;
 	if (rc < 0 && o.listen) {
-		rc = serve(&t, &o.addr, o.any_addr, o.hierarchical);
+		rc = serve(&t, &o.addr, o.any_addr, o.hierarchical, wc);
 	} else if (rc < 0 && o.output) {
 		char *tmp = output_open(o.output);
 
@@ -850,6 +870,7 @@ int main(int argc, char **argv)
 		rc = o.live ? run_live(&o, &t, &d) : run_static(&o, &t, &d);
 	}
 	diag_finish(&d);
+	webcfg_free(wc);
 	free_paths(&t);
 	free(root);
 	if (fflush(stdout) != 0 || ferror(stdout)) {

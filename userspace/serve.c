@@ -34,6 +34,7 @@
 #include "diag.h"
 #include "tree.h"
 #include "view.h"
+#include "webcfg.h"
 #include "serve.h"
 
 #define SCRAPE_TIMEOUT_S	5	/* under Prometheus's default scrape_timeout, 10 s */
@@ -53,6 +54,7 @@ struct server {
 	struct sample older, newer;	/* earlier reads, for the watts gauges */
 	bool have_older, have_newer;
 	bool first;			/* no read yet: print its errors */
+	struct webcfg *wc;		/* --web.config.file; NULL: none */
 };
 
 static enum MHD_Result reply(struct MHD_Connection *c, unsigned int status,
@@ -187,10 +189,14 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
 			      const char *version, const char *upload_data,
 			      size_t *upload_size, void **con_cls)
 {
+	enum MHD_Result ret;
+
 	(void)version;
 	(void)upload_data;
 	(void)upload_size;
 	(void)con_cls;
+	if (webcfg_refuse(((struct server *)cls)->wc, c, &ret))
+		return ret;
 	if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 &&
 	    strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
 		return reply_text(c, MHD_HTTP_METHOD_NOT_ALLOWED,
@@ -259,7 +265,7 @@ static struct MHD_Daemon *start(unsigned int flags,
 				const struct sockaddr_storage *ss,
 				struct server *sv)
 {
-	return MHD_start_daemon(flags,
+	return MHD_start_daemon(flags | webcfg_flags(sv->wc),
 				ntohs(((const struct sockaddr_in *)ss)->sin_port),
 				NULL, NULL, handle, sv,
 				MHD_OPTION_SOCK_ADDR, ss,
@@ -269,14 +275,16 @@ static struct MHD_Daemon *start(unsigned int flags,
 				(unsigned int)MAX_PER_IP,
 				MHD_OPTION_CONNECTION_TIMEOUT,
 				(unsigned int)IDLE_TIMEOUT_S,
+				MHD_OPTION_ARRAY, webcfg_options(sv->wc),
 				MHD_OPTION_END);
 }
 
 /* Serve until SIGINT or SIGTERM; returns an exit status. */
 int serve(const struct tree *t, const struct sockaddr_storage *ss, bool any,
-	  bool hierarchical)
+	  bool hierarchical, struct webcfg *wc)
 {
-	struct server sv = { .t = *t, .hierarchical = hierarchical, .first = true };
+	struct server sv = { .t = *t, .hierarchical = hierarchical, .first = true,
+			     .wc = wc };
 	unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD |
 			     MHD_USE_THREAD_PER_CONNECTION;
 	struct MHD_Daemon *daemon;

@@ -10,9 +10,11 @@
 
 #include "tree.h"
 
+struct webcfg;
+
 const char *listen_parse(const char *arg, struct sockaddr_storage *ss,
 			 bool *any);
 int serve(const struct tree *t, const struct sockaddr_storage *ss, bool any,
-	  bool hierarchical);
+	  bool hierarchical, struct webcfg *wc);
 
 #endif /* ENERGYSTAT_SERVE_H */
