@@ -167,8 +167,13 @@ static bool each_key(struct ctx *x, yaml_node_t *n, const char *where,
 			yaml_node_t *o = node(x, q->key);
 
 			if (o->type == YAML_SCALAR_NODE &&
-			    !strcmp((const char *)o->data.scalar.value, name))
-				return fail(x, k, name, "given twice in %s", where);
+			    !strcmp((const char *)o->data.scalar.value, name)) {
+				char path[128];
+
+				snprintf(path, sizeof(path), "%s.%.64s", where, name);
+				return fail(x, k, x->doc.nodes.start == n ? name : path,
+					    "given twice");
+			}
 		}
 		if (!fn(x, name, k, v))
 			return false;
