@@ -17,6 +17,12 @@ set -eu
 # libmicrohttpd-dev: energystat --listen's HTTP server, GNU libmicrohttpd, a
 # small C library made to embed an HTTP server (thread per connection or
 # select/epoll; it parses requests, handles keep-alive, limits and timeouts).
+# libgnutls28-dev, libyaml-dev, libcrypt-dev: energystat --web.config.file
+# (TLS and basic auth of --listen): GnuTLS, the TLS of libmicrohttpd, checks
+# the certificate and a client's; libyaml parses the file; libxcrypt checks
+# passwords against their bcrypt hashes.
+# apache2-utils: htpasswd -B, the bcrypt hashes of those tests (made by
+# Apache's bcrypt, another than the libxcrypt that energystat uses).
 # prometheus-node-exporter: the textfile route's test serves the file that
 # dist/systemd/cgroup-energy-textfile.service writes with a real node_exporter.
 # fdisk (sfdisk) and e2fsprogs (mke2fs -d): the package test's server disk
@@ -27,7 +33,8 @@ PKGS="gcc make perl bc flex bison libelf-dev libssl-dev dwarves cpio kmod \
 xz-utils zstd rsync busybox-static python3 python3-pytest \
 linux-source-6.1 valgrind prometheus dkms openssl systemd \
 linux-perf rt-tests bpftrace debootstrap debhelper dh-dkms lintian libmicrohttpd-dev \
-iproute2 prometheus-node-exporter fdisk e2fsprogs libglib2.0-dev pkgconf"
+iproute2 prometheus-node-exporter fdisk e2fsprogs libglib2.0-dev pkgconf \
+libgnutls28-dev libyaml-dev libcrypt-dev apache2-utils"
 QEMU_PKG=qemu-system-x86
 QEMU_MIN=1:10.0
 BPO=/etc/apt/sources.list.d/cgroup-energy-bookworm-backports.sources
