@@ -80,6 +80,7 @@ struct ctx {
 	char *cert_file, *key_file, *ca_file, *auth_type, *min_v, *max_v;
 	bool prefer_server;
 	bool has_tls;
+	yaml_node_t *tls, *tls_key;	/* tls_server_config, its key: lines */
 };
 
 /* One error line: FILE: line N: KEY: message. Returns false. */
@@ -286,8 +287,11 @@ static bool user_key(struct ctx *x, const char *name, yaml_node_t *k,
 static bool top_key(struct ctx *x, const char *name, yaml_node_t *k,
 		    yaml_node_t *v)
 {
-	if (!strcmp(name, "tls_server_config"))
+	if (!strcmp(name, "tls_server_config")) {
+		x->tls = v;
+		x->tls_key = k;
 		return each_key(x, v, name, tls_key);
+	}
 	if (!strcmp(name, "http_server_config"))
 		return each_key(x, v, name, http_key);
 	if (!strcmp(name, "basic_auth_users"))
@@ -298,22 +302,38 @@ static bool top_key(struct ctx *x, const char *name, yaml_node_t *k,
 		    "basic_auth_users, http_server_config)");
 }
 
+/* The value of tls_server_config's key (that of tls_server_config when absent) */
+static yaml_node_t *tls_at(struct ctx *x, const char *key)
+{
+	yaml_node_pair_t *p;
+
+	for (p = x->tls->data.mapping.pairs.start; p < x->tls->data.mapping.pairs.top; p++) {
+		yaml_node_t *k = node(x, p->key);
+
+		if (k->type == YAML_SCALAR_NODE &&
+		    !strcmp((const char *)k->data.scalar.value, key))
+			return node(x, p->value);
+	}
+	return x->tls_key;
+}
+
 /* A file named in the configuration, relative to its directory, as text. */
 static bool read_pem(struct ctx *x, const char *key, const char *name,
 		     char **out)
 {
+	yaml_node_t *at = tls_at(x, strchr(key, '.') + 1);
 	char *path = NULL;
 	FILE *f;
 	size_t n;
 
 	if (name[0] == '/' ? !(path = strdup(name)) :
 	    asprintf(&path, "%s/%s", x->dir, name) < 0)
-		return fail(x, NULL, key, "out of memory");
+		return fail(x, at, key, "out of memory");
 	f = fopen(path, "r");
 	*out = f ? calloc(1, MAX_FILE + 1) : NULL;
 	n = *out ? fread(*out, 1, MAX_FILE + 1, f) : 0;
 	if (!f || !*out || ferror(f) || n == 0 || n > MAX_FILE) {
-		fail(x, NULL, key, "cannot read %s: %s", path,
+		fail(x, at, key, "cannot read %s: %s", path,
 		     !f ? strerror(errno) : n > MAX_FILE ? "larger than 1 MiB" :
 		     n == 0 ? "empty" : strerror(errno));
 		if (f)
@@ -348,13 +368,14 @@ static bool tls_priorities(struct ctx *x)
 	char *p = x->w->priorities;
 
 	if (!tls_version(min))
-		return fail(x, NULL, "tls_server_config.min_version", "'%s' is "
-			    "not TLS10, TLS11, TLS12 or TLS13", min);
+		return fail(x, tls_at(x, "min_version"),
+			    "tls_server_config.min_version", "'%s' is not TLS10, TLS11, TLS12 or TLS13", min);
 	if (!tls_version(max))
-		return fail(x, NULL, "tls_server_config.max_version", "'%s' is "
-			    "not TLS10, TLS11, TLS12 or TLS13", max);
+		return fail(x, tls_at(x, "max_version"),
+			    "tls_server_config.max_version", "'%s' is not TLS10, TLS11, TLS12 or TLS13", max);
 	if (strcmp(min, max) > 0)
-		return fail(x, NULL, "tls_server_config.min_version",
+		return fail(x, tls_at(x, "min_version"),
+			    "tls_server_config.min_version",
 			    "%s is above max_version %s", min, max);
 	strcpy(p, "NORMAL:-VERS-ALL");
 	for (char v[] = "TLS10"; v[4] <= '3'; v[4]++)
@@ -365,22 +386,31 @@ static bool tls_priorities(struct ctx *x)
 	return true;
 }
 
-/* The certificate loads with its key, the client CAs hold a certificate. */
-static bool tls_check_pem(struct ctx *x)
+/* GnuTLS takes the versions, the certificate loads with its key, the CAs. */
+static bool tls_check(struct ctx *x)
 {
 	struct webcfg *w = x->w;
 	gnutls_certificate_credentials_t cred;
 	gnutls_datum_t cert = { (unsigned char *)w->cert, (unsigned)strlen(w->cert) };
 	gnutls_datum_t key = { (unsigned char *)w->key, (unsigned)strlen(w->key) };
+	gnutls_priority_t prio;
+	const char *err;
 	int rc;
 
+	rc = gnutls_priority_init(&prio, w->priorities, &err);
+	if (rc < 0)
+		return fail(x, tls_at(x, "min_version"), "tls_server_config",
+			    "GnuTLS refuses the versions as \"%s\": %s",
+			    w->priorities, gnutls_strerror(rc));
+	gnutls_priority_deinit(prio);
 	if (gnutls_certificate_allocate_credentials(&cred) < 0)
 		return fail(x, NULL, "tls_server_config", "out of memory");
 	rc = gnutls_certificate_set_x509_key_mem2(cred, &cert, &key,
 						  GNUTLS_X509_FMT_PEM, NULL, 0);
 	if (rc < 0) {
 		gnutls_certificate_free_credentials(cred);
-		return fail(x, NULL, x->cert_file ? "tls_server_config.cert_file" :
+		return fail(x, tls_at(x, x->cert_file ? "cert_file" : "cert"),
+			    x->cert_file ? "tls_server_config.cert_file" :
 			    "tls_server_config.cert", "the certificate does not "
 			    "load with its key (key_file): %s", gnutls_strerror(rc));
 	}
@@ -391,9 +421,11 @@ static bool tls_check_pem(struct ctx *x)
 							   GNUTLS_X509_FMT_PEM);
 		if (rc <= 0) {
 			gnutls_certificate_free_credentials(cred);
-			return fail(x, NULL, x->ca_file ? "tls_server_config.client_ca_file" :
-				    "tls_server_config.client_ca", "no CA "
-				    "certificate in it%s%s", rc < 0 ? ": " : "",
+			return fail(x, tls_at(x, x->ca_file ? "client_ca_file" :
+					      "client_ca"),
+				    x->ca_file ? "tls_server_config.client_ca_file" :
+				    "tls_server_config.client_ca",
+				    "no CA certificate in it%s%s", rc < 0 ? ": " : "",
 				    rc < 0 ? gnutls_strerror(rc) : "");
 		}
 	}
@@ -406,10 +438,10 @@ static bool one_of(struct ctx *x, const char *text, const char *file,
 		   const char *name, bool needed)
 {
 	if (text && file)
-		return fail(x, NULL, "tls_server_config", "%s and %s_file exclude "
-			    "each other", name, name);
+		return fail(x, x->tls_key, "tls_server_config", "%s and %s_file "
+			    "exclude each other", name, name);
 	if (needed && !text && !file)
-		return fail(x, NULL, "tls_server_config", "%s_file (or %s) is "
+		return fail(x, x->tls_key, "tls_server_config", "%s_file (or %s) is "
 			    "required", name, name);
 	return true;
 }
@@ -429,11 +461,11 @@ static bool tls_setup(struct ctx *x)
 	if (!strcmp(auth, "RequireAndVerifyClientCert"))
 		w->verify_client = true;
 	else if (strcmp(auth, "NoClientCert"))
-		return fail(x, NULL, "tls_server_config.client_auth_type", "'%s' "
-			    "is not supported by energystat (NoClientCert or "
+		return fail(x, tls_at(x, "client_auth_type"),
+			    "tls_server_config.client_auth_type", "'%s' is not supported by energystat (NoClientCert or "
 			    "RequireAndVerifyClientCert)", auth);
 	if (w->verify_client != (w->ca || x->ca_file))
-		return fail(x, NULL, "tls_server_config", w->verify_client ?
+		return fail(x, x->tls_key, "tls_server_config", w->verify_client ?
 			    "client_auth_type RequireAndVerifyClientCert needs "
 			    "client_ca_file" : "client_ca_file needs "
 			    "client_auth_type RequireAndVerifyClientCert");
@@ -445,9 +477,9 @@ static bool tls_setup(struct ctx *x)
 				     x->ca_file, &w->ca)))
 		return false;
 	if (!MHD_is_feature_supported(MHD_FEATURE_TLS))
-		return fail(x, NULL, "tls_server_config", "this libmicrohttpd "
+		return fail(x, x->tls_key, "tls_server_config", "this libmicrohttpd "
 			    "is built without TLS");
-	return tls_priorities(x) && tls_check_pem(x);
+	return tls_priorities(x) && tls_check(x);
 }
 
 /* The YAML document of the file into x->doc; false on a syntax error. */
