@@ -768,6 +768,7 @@ def test_node_exporter_serves_the_textfile(tool, tmp_path):
 # ---- TLS and basic authentication (--web.config.file) --------------------------
 
 import ssl  # noqa: E402
+import urllib.parse  # noqa: E402
 
 WEB_CONFIG = os.path.join(REPO, "dist/energystat/web-config.yml")
 PASSWORD = "s3cret pass"
@@ -1110,4 +1111,77 @@ def test_documented_web_configs(tool, tmp_path, pki, which):
         assert x.get_tls(user, "change-me")[0].status == 200
         assert_401(*x.get_tls(user, "change-you"))
     finally:
+        x.stop()
+
+
+def doc_scrape_config():
+    """The Prometheus side of docs/prometheus.md's TLS and basic auth."""
+    doc = open(os.path.join(REPO, "docs/prometheus.md")).read()
+    sec = doc[doc.index("## TLS and basic auth"):]
+    return re.search(r"```yaml\n(scrape_configs:\n.*?)```", sec, re.S)[1]
+
+
+def test_prometheus_scrapes_over_tls(tool, tmp_path, pki):
+    """A real Prometheus, with docs/prometheus.md's scrape configuration,
+    scrapes over TLS with basic authentication (target up, the series
+    stored); the same job with a wrong password is down with 401."""
+    t, _ = uneven_tree(tmp_path)
+    cfg = write_config(tmp_path, f"""\
+tls_server_config:
+  cert_file: {pki}/server.crt
+  key_file: {pki}/server.key
+basic_auth_users:
+  prometheus: {bcrypt(PASSWORD)}
+""")
+    x = TLSExporter(tool, t.path, cfg, pki / "server.crt")
+    r, body = x.get_tls("prometheus", PASSWORD)
+    assert r.status == 200
+    series = [s for s in prom_samples(body)
+              if s.startswith("cgroup_energy_joules_total{")]
+    assert 2 <= len(series) <= 20
+    (tmp_path / "pw").write_text(PASSWORD)
+    job = doc_scrape_config()
+    job = job.replace("/etc/prometheus/energystat-ca.crt", str(pki / "server.crt"))
+    job = job.replace("/etc/prometheus/energystat.password", str(tmp_path / "pw"))
+    job = job.replace('"node1:10043"', f'"127.0.0.1:{x.port}"')
+    assert str(tmp_path / "pw") in job and str(x.port) in job
+    wrong = job.split("\n", 1)[1].replace("job_name: energystat",
+                                          "job_name: wrong")
+    wrong = wrong.replace(f"password_file: {tmp_path}/pw", "password: wrong")
+    assert "password: wrong" in wrong
+    # the scrape timeout is a hang guard: a scrape takes milliseconds
+    conf = tmp_path / "prometheus.yml"
+    conf.write_text("global:\n  scrape_interval: 2s\n  scrape_timeout: 2s\n"
+                    + job + wrong)
+    exe = need.need("prometheus", "prometheus")
+    port = free_port()
+    p = subprocess.Popen([exe, f"--config.file={conf}",
+                          f"--storage.tsdb.path={tmp_path}/data",
+                          f"--web.listen-address=127.0.0.1:{port}"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    api = f"http://127.0.0.1:{port}/api/v1/"
+    try:
+        health = {}
+        for _ in range(120):                 # up to 60 s: a hang guard
+            time.sleep(0.5)
+            try:
+                with urllib.request.urlopen(api + "targets", timeout=10) as f:
+                    targets = json.load(f)["data"]["activeTargets"]
+            except OSError:
+                continue
+            health = {tg["labels"]["job"]: (tg["health"], tg["lastError"])
+                      for tg in targets}
+            if health.get("energystat", ("",))[0] == "up" and \
+                    "401" in health.get("wrong", ("", ""))[1]:
+                break
+        assert health["energystat"] == ("up", ""), health
+        assert health["wrong"] == (
+            "down", "server returned HTTP status 401 Unauthorized"), health
+        q = urllib.parse.quote('count(cgroup_energy_joules_total{job="energystat"})')
+        with urllib.request.urlopen(api + "query?query=" + q, timeout=10) as f:
+            (res,) = json.load(f)["data"]["result"]
+        assert int(res["value"][1]) == len(series)
+    finally:
+        p.terminate()
+        p.wait(timeout=30)
         x.stop()
