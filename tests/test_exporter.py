@@ -1023,6 +1023,9 @@ TLS_FILES = "tls_server_config:\n  cert_file: {pki}/server.crt\n  key_file: {pki
      "basic_auth_users.alice",
      "given twice"),
     ("tls_server_config:\n  cert_file: [a\n", "not YAML", ""),
+    # a key that would drive the terminal is shown escaped
+    ('tls_server_config:\n  "\\e[2J": 1\n', "tls_server_config.\\x1b[2J",
+     "unknown key"),
 ])
 def test_bad_web_config(tool, tmp_path, pki, text, key, msg):
     """A malformed file, an unknown or unsupported key, a wrong type, a
@@ -1037,6 +1040,7 @@ def test_bad_web_config(tool, tmp_path, pki, text, key, msg):
     assert re.match(f"energystat: --web.config.file {re.escape(str(cfg))}: "
                     r"line \d+: ", r.err), r.err
     assert key in r.err and msg in r.err, r.err
+    assert "\x1b" not in r.err
 
 
 @pytest.mark.parametrize("value", [

@@ -46,6 +46,7 @@
 #include <yaml.h>
 
 #include "diag.h"
+#include "text.h"
 #include "webcfg.h"
 
 #define REALM		"energystat"
@@ -83,23 +84,28 @@ struct ctx {
 	yaml_node_t *tls, *tls_key;	/* tls_server_config, its key: lines */
 };
 
-/* One error line: FILE: line N: KEY: message. Returns false. */
+/*
+ * One error line: FILE: line N: KEY: message, escaped for the terminal
+ * (keys and values come from the file). Returns false.
+ */
 static bool fail(const struct ctx *x, const yaml_node_t *n, const char *key,
 		 const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 static bool fail(const struct ctx *x, const yaml_node_t *n, const char *key,
 		 const char *fmt, ...)
 {
-	char msg[512];
+	char msg[512], line[1024], shown[1024];
 	va_list ap;
 
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	if (n)
-		diag_msg("--web.config.file %s: line %lu: %s: %s", x->file,
+		snprintf(line, sizeof(line), "%s: line %lu: %s: %s", x->file,
 			 (unsigned long)n->start_mark.line + 1, key, msg);
 	else
-		diag_msg("--web.config.file %s: %s: %s", x->file, key, msg);
+		snprintf(line, sizeof(line), "%s: %s: %s", x->file, key, msg);
+	esc_term(shown, sizeof(shown), line);
+	diag_msg("--web.config.file %s", shown);
 	return false;
 }
 
@@ -126,7 +132,7 @@ static bool get_str(struct ctx *x, yaml_node_t *n, const char *key, char **out)
 		return fail(x, n, key, "expected a string");
 	free(*out);
 	*out = is_null(n) ? NULL : strdup((const char *)n->data.scalar.value);
-	return true;
+	return *out || is_null(n) || fail(x, n, key, "out of memory");
 }
 
 static bool get_bool(struct ctx *x, yaml_node_t *n, const char *key, bool *out)
@@ -272,7 +278,7 @@ static bool user_key(struct ctx *x, const char *name, yaml_node_t *k,
 	    !is_bcrypt((const char *)v->data.scalar.value))
 		return fail(x, v, path, "not a bcrypt hash ($2y$, $2b$ or $2a$, "
 			    "cost 04 to 31, 60 characters; htpasswd -nBC 10 \"\" "
-			    "| tr -d ':\\n' makes one)");
+			    "prints one after a ':')");
 	u = realloc(w->users, (w->nusers + 1) * sizeof(*u));
 	if (!u)
 		return fail(x, NULL, path, "out of memory");
@@ -281,7 +287,7 @@ static bool user_key(struct ctx *x, const char *name, yaml_node_t *k,
 	memset(u, 0, sizeof(*u));
 	u->name = strdup(name);
 	u->hash = strdup((const char *)v->data.scalar.value);
-	return u->name && u->hash;
+	return (u->name && u->hash) || fail(x, NULL, path, "out of memory");
 }
 
 static bool top_key(struct ctx *x, const char *name, yaml_node_t *k,
