@@ -328,7 +328,7 @@ static bool read_pem(struct ctx *x, const char *key, const char *name,
 		     char **out)
 {
 	yaml_node_t *at = tls_at(x, strchr(key, '.') + 1);
-	char *path = NULL;
+	char *path = NULL, *shrunk;
 	FILE *f;
 	size_t n;
 
@@ -349,6 +349,9 @@ static bool read_pem(struct ctx *x, const char *key, const char *name,
 	}
 	fclose(f);
 	free(path);
+	shrunk = realloc(*out, n + 1);	/* the text, not MAX_FILE */
+	if (shrunk)
+		*out = shrunk;
 	return true;
 }
 
