@@ -19,6 +19,12 @@ set -eu
 # select/epoll; it parses requests, handles keep-alive, limits and timeouts).
 # zlib1g-dev: energystat --listen gzips its answers with zlib (deflateInit2's
 # gzip wrapper), the reference deflate, instead of compression by hand.
+# libgnutls28-dev, libyaml-dev, libcrypt-dev: energystat --web.config.file
+# (TLS and basic auth of --listen): GnuTLS, the TLS of libmicrohttpd, checks
+# the certificate and a client's; libyaml parses the file; libxcrypt checks
+# passwords against their bcrypt hashes.
+# apache2-utils: htpasswd -B, the bcrypt hashes of those tests (made by
+# Apache's bcrypt, another than the libxcrypt that energystat uses).
 # prometheus-node-exporter: the textfile route's test serves the file that
 # dist/systemd/cgroup-energy-textfile.service writes with a real node_exporter.
 # fdisk (sfdisk) and e2fsprogs (mke2fs -d): the package test's server disk
@@ -41,7 +47,8 @@ xz-utils zstd rsync busybox-static python3 python3-pytest \
 linux-source-6.1 valgrind prometheus dkms openssl systemd \
 linux-perf rt-tests bpftrace debootstrap debhelper dh-dkms lintian libmicrohttpd-dev \
 iproute2 prometheus-node-exporter fdisk e2fsprogs libglib2.0-dev pkgconf \
-libjansson-dev python3-yaml zlib1g-dev strace tmux"
+libjansson-dev python3-yaml zlib1g-dev strace tmux \
+libgnutls28-dev libyaml-dev libcrypt-dev apache2-utils"
 QEMU_PKG=qemu-system-x86
 QEMU_MIN=1:10.0
 BPO=/etc/apt/sources.list.d/cgroup-energy-bookworm-backports.sources

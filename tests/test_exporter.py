@@ -1147,3 +1147,429 @@ def test_node_exporter_serves_the_textfile(tool, tmp_path):
     assert 'cgroup_energy_source_info{' in body
     assert re.search(r'^node_textfile_mtime_seconds\{file="[^"]*cgroup_energy'
                      r'\.prom"\} ', body, re.M), body
+
+
+# ---- TLS and basic authentication (--web.config.file) --------------------------
+
+import ssl  # noqa: E402
+import urllib.parse  # noqa: E402
+
+WEB_CONFIG = os.path.join(REPO, "dist/energystat/web-config.yml")
+PASSWORD = "s3cret pass"
+
+
+def openssl(*args):
+    exe = need.need("openssl", "openssl")
+    r = subprocess.run([exe, *args], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+
+
+def bcrypt(password, cost=4):
+    """A bcrypt hash from htpasswd (Apache's own bcrypt, not the libxcrypt
+    that energystat checks it with); cost 4, bcrypt's least, keeps tests
+    quick."""
+    exe = need.need("htpasswd", "apache2-utils")
+    r = subprocess.run([exe, "-nbBC", str(cost), "", password],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    h = r.stdout.strip().lstrip(":")
+    assert re.fullmatch(r"\$2y\$%02d\$[./A-Za-z0-9]{53}" % cost, h), h
+    return h
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory):
+    """A self-signed server certificate for 127.0.0.1, a client CA and a
+    client certificate it signs, and one it does not sign."""
+    d = tmp_path_factory.mktemp("pki")
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+    openssl("req", "-x509", *ec, "-keyout", d / "server.key", "-out",
+            d / "server.crt", "-days", "2", "-subj", "/CN=127.0.0.1",
+            "-addext", "subjectAltName=IP:127.0.0.1")
+    openssl("req", "-x509", *ec, "-keyout", d / "ca.key", "-out", d / "ca.crt",
+            "-days", "2", "-subj", "/CN=energystat test CA")
+    openssl("req", *ec, "-keyout", d / "client.key", "-out", d / "client.csr",
+            "-subj", "/CN=prometheus")
+    openssl("x509", "-req", "-in", d / "client.csr", "-CA", d / "ca.crt",
+            "-CAkey", d / "ca.key", "-CAcreateserial", "-out", d / "client.crt",
+            "-days", "2")
+    openssl("req", "-x509", *ec, "-keyout", d / "other.key", "-out",
+            d / "other.crt", "-days", "2", "-subj", "/CN=stranger")
+    return d
+
+
+def write_config(tmp_path, text):
+    f = tmp_path / "web-config.yml"
+    f.write_text(text)
+    return f
+
+
+class TLSExporter(Exporter):
+    """energystat --listen with --web.config.file; scrapes over HTTPS that
+    verify the server's certificate."""
+
+    def __init__(self, tool, root, config, ca):
+        self.port = free_port()
+        self.ca = ca
+        self.p = subprocess.Popen([tool, "--root", root, "--listen",
+                                   f"127.0.0.1:{self.port}",
+                                   "--web.config.file", config],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  text=True)
+        line = self.p.stderr.readline()
+        assert line.startswith("energystat: serving /metrics"), line
+
+    def get_tls(self, user=None, password=None, cert=None, version=None):
+        ctx = ssl.create_default_context(cafile=str(self.ca))
+        if cert:
+            ctx.load_cert_chain(cert[0], cert[1])
+        if version:
+            ctx.minimum_version = ctx.maximum_version = version
+        headers = {}
+        if user is not None:
+            tok = base64.b64encode(f"{user}:{password}".encode()).decode()
+            headers["Authorization"] = "Basic " + tok
+        c = http.client.HTTPSConnection("127.0.0.1", self.port, timeout=10,
+                                        context=ctx)
+        c.request("GET", "/metrics", headers=headers)
+        r = c.getresponse()
+        body = r.read().decode()
+        c.close()
+        return r, body
+
+
+import base64  # noqa: E402
+
+
+@pytest.fixture
+def tls_exporter(tool, tmp_path, pki):
+    t, _ = uneven_tree(tmp_path)
+    cfg = write_config(tmp_path, f"""\
+tls_server_config:
+  cert_file: {pki}/server.crt
+  key_file: {pki}/server.key
+basic_auth_users:
+  alice: {bcrypt(PASSWORD)}
+  bob: {bcrypt("bobs password")}
+""")
+    x = TLSExporter(tool, t.path, cfg, pki / "server.crt")
+    x.tree = t
+    yield x
+    if x.p.poll() is None:
+        x.stop()
+
+
+def assert_401(r, body):
+    assert r.status == 401
+    assert r.getheader("WWW-Authenticate") == 'Basic realm="energystat"'
+    assert "cgroup_energy" not in body
+
+
+def test_tls_basic_auth(tool, tls_exporter):
+    """The right user and password over TLS: the metrics, the same as
+    --prometheus (a self-consistency check); anything else: 401 with a
+    Basic challenge and no metrics."""
+    r, body = tls_exporter.get_tls("alice", PASSWORD)
+    assert r.status == 200
+    promtool_check(body)
+    one = run(tool, "--root", tls_exporter.tree.path, "--prometheus",
+              check_rc=0).out
+    strip = lambda s: [x for x in s.splitlines()
+                       if not x.startswith("cgroup_energy_last_sample_age")]
+    assert strip(body) == strip(one)
+    assert tls_exporter.get_tls("bob", "bobs password")[0].status == 200
+    assert_401(*tls_exporter.get_tls("alice", "s3cret pas"))
+    assert_401(*tls_exporter.get_tls("alice", PASSWORD + "x"))
+    assert_401(*tls_exporter.get_tls("alice", "bobs password"))
+    assert_401(*tls_exporter.get_tls("mallory", PASSWORD))
+    assert_401(*tls_exporter.get_tls("alice", ""))
+    assert_401(*tls_exporter.get_tls())
+    # a wrong password after a right one (cached) is still refused
+    assert tls_exporter.get_tls("alice", PASSWORD)[0].status == 200
+    assert_401(*tls_exporter.get_tls("alice", "wrong"))
+    rc, err = tls_exporter.stop()
+    assert rc == 0 and PASSWORD not in err
+
+
+def test_tls_concurrent_right_and_wrong(tls_exporter):
+    """Scrapes in parallel, half with a wrong password: each gets its own
+    answer (the cache of passwords that passed is shared by the threads)."""
+    results = []
+
+    def scrape(i):
+        good = i % 2 == 0
+        r, _ = tls_exporter.get_tls("alice", PASSWORD if good else f"bad{i}")
+        results.append((good, r.status))
+
+    threads = [threading.Thread(target=scrape, args=(i,)) for i in range(12)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(timeout=60)
+    assert len(results) == 12
+    assert sorted(results) == [(False, 401)] * 6 + [(True, 200)] * 6
+
+
+def test_plain_http_to_tls_port_fails(tls_exporter):
+    """Plain HTTP to the TLS port gets no HTTP answer, and no metrics."""
+    with pytest.raises((http.client.HTTPException, OSError)):
+        r, body = tls_exporter.get()
+        assert "cgroup_energy" not in body   # not reached: raised above
+    assert tls_exporter.get_tls("alice", PASSWORD)[0].status == 200
+
+
+def test_tls_versions(tool, tmp_path, pki):
+    """min_version TLS13: a TLS 1.2 client is refused, TLS 1.3 served
+    (with prefer_server_cipher_suites, GnuTLS's %SERVER_PRECEDENCE)."""
+    t, _ = uneven_tree(tmp_path)
+    cfg = write_config(tmp_path, f"""\
+tls_server_config:
+  cert_file: {pki}/server.crt
+  key_file: {pki}/server.key
+  min_version: TLS13
+  prefer_server_cipher_suites: true
+""")
+    x = TLSExporter(tool, t.path, cfg, pki / "server.crt")
+    try:
+        assert x.get_tls(version=ssl.TLSVersion.TLSv1_3)[0].status == 200
+        with pytest.raises(ssl.SSLError):
+            x.get_tls(version=ssl.TLSVersion.TLSv1_2)
+    finally:
+        x.stop()
+
+
+def test_mutual_tls(tool, tmp_path, pki):
+    """RequireAndVerifyClientCert: a client certificate that client_ca_file
+    signs is served; none, or one it does not sign, gets 403. Relative
+    names are relative to the configuration file's directory."""
+    t, _ = uneven_tree(tmp_path)
+    cfg = write_config(pki, """\
+tls_server_config:
+  cert_file: server.crt
+  key_file: server.key
+  client_auth_type: RequireAndVerifyClientCert
+  client_ca_file: ca.crt
+""")
+    x = TLSExporter(tool, t.path, cfg, pki / "server.crt")
+    try:
+        r, body = x.get_tls(cert=(pki / "client.crt", pki / "client.key"))
+        assert r.status == 200 and "cgroup_energy_joules_total" in body
+        for cert in (None, (pki / "other.crt", pki / "other.key")):
+            r, body = x.get_tls(cert=cert)
+            assert r.status == 403 and "cgroup_energy" not in body
+    finally:
+        x.stop()
+
+
+TLS_FILES = "tls_server_config:\n  cert_file: {pki}/server.crt\n  key_file: {pki}/server.key\n"
+
+
+@pytest.mark.parametrize("text,key,msg", [
+    ("tls_server_config:\n  cert_file: x\n  certfile: y\n",
+     "tls_server_config.certfile", "unknown key"),
+    ("tls_config: {{}}\n", "tls_config", "unknown key"),
+    ("basic_auth_users: [alice]\n", "basic_auth_users", "expected a mapping"),
+    ("tls_server_config: yes\n", "tls_server_config", "expected a mapping"),
+    (TLS_FILES + "  min_version: 1.2\n", "tls_server_config.min_version",
+     "not TLS10, TLS11, TLS12 or TLS13"),
+    (TLS_FILES + "  min_version: TLS13\n  max_version: TLS12\n",
+     "tls_server_config.min_version", "above max_version"),
+    (TLS_FILES + "  client_auth_type: RequireAnyClientCert\n",
+     "tls_server_config.client_auth_type", "not supported"),
+    (TLS_FILES + "  client_auth_type: RequireAndVerifyClientCert\n",
+     "tls_server_config", "needs client_ca_file"),
+    (TLS_FILES + "  client_ca_file: {pki}/ca.crt\n",
+     "tls_server_config", "needs client_auth_type"),
+    (TLS_FILES + "  client_ca_file: {pki}/server.key\n"
+     "  client_auth_type: RequireAndVerifyClientCert\n",
+     "tls_server_config.client_ca_file", "no CA certificate"),
+    (TLS_FILES + "  cipher_suites: [TLS_AES_128_GCM_SHA256]\n",
+     "tls_server_config.cipher_suites", "not supported"),
+    (TLS_FILES + "  prefer_server_cipher_suites: 1\n",
+     "tls_server_config.prefer_server_cipher_suites", "expected true or false"),
+    (TLS_FILES + "  cert: inline\n", "tls_server_config",
+     "cert and cert_file exclude each other"),
+    ("tls_server_config:\n  key_file: {pki}/server.key\n", "tls_server_config",
+     "cert_file (or cert) is required"),
+    ("tls_server_config:\n  cert_file: {pki}/none.crt\n  key_file: {pki}/server.key\n",
+     "tls_server_config.cert_file", "cannot read"),
+    ("tls_server_config:\n  cert_file: {pki}/server.crt\n  key_file: {pki}/ca.key\n",
+     "tls_server_config.cert_file", "does not load with its key"),
+    ("tls_server_config:\n  cert_file: {pki}/server.key\n  key_file: {pki}/server.key\n",
+     "tls_server_config.cert_file", "does not load with its key"),
+    ("http_server_config:\n  http2: maybe\n", "http_server_config.http2",
+     "expected true or false"),
+    ("http_server_config:\n  headers:\n    X-Frame-Options: deny\n",
+     "http_server_config.headers", "not supported"),
+    ("rate_limit:\n  burst: 20\n", "rate_limit", "not supported"),
+    ("basic_auth_users:\n  a:b: {hash}\n", "basic_auth_users.a:b", "without ':'"),
+    ("basic_auth_users:\n  alice: {hash}\n  alice: {hash}\n",
+     "basic_auth_users.alice",
+     "given twice"),
+    ("tls_server_config:\n  cert_file: [a\n", "not YAML", ""),
+    # a key that would drive the terminal is shown escaped
+    ('tls_server_config:\n  "\\e[2J": 1\n', "tls_server_config.\\x1b[2J",
+     "unknown key"),
+])
+def test_bad_web_config(tool, tmp_path, pki, text, key, msg):
+    """A malformed file, an unknown or unsupported key, a wrong type, a
+    file that cannot be used: exit 2 at startup, one line naming the file,
+    the line and the key, nothing served."""
+    t, _ = uneven_tree(tmp_path)
+    cfg = write_config(tmp_path, text.format(pki=pki, hash=bcrypt("x")))
+    port = free_port()
+    r = run(tool, "--root", t.path, "--listen", f"127.0.0.1:{port}",
+            "--web.config.file", cfg, check_rc=2, timeout=30)
+    assert r.out == "" and len(r.err.splitlines()) == 1, r.err
+    assert re.match(f"energystat: --web.config.file {re.escape(str(cfg))}: "
+                    r"line \d+: ", r.err), r.err
+    assert key in r.err and msg in r.err, r.err
+    assert "\x1b" not in r.err
+
+
+@pytest.mark.parametrize("value", [
+    "change-me",                                          # a plain password
+    "$1$saltsalt$qjJj4Wxl8UzC5cQzvlv7s0",                 # MD5-crypt
+    "$6$saltsalt$" + "a" * 86,                            # SHA-512-crypt
+    "$2y$03$" + "a" * 53,                                 # cost below 4
+    "$2y$32$" + "a" * 53,                                 # cost above 31
+    "$2x$10$" + "a" * 53,                                 # the buggy variant
+    "$2y$10$" + "a" * 52,                                 # one short
+    "$2y$10$" + "a" * 52 + "!",                           # not bcrypt's base64
+    "",                                                   # null
+    "[a]",                                                # not a string
+])
+def test_non_bcrypt_hash_refused(tool, tmp_path, value):
+    t, _ = uneven_tree(tmp_path)
+    cfg = write_config(tmp_path, f"basic_auth_users:\n  alice: '{value}'\n"
+                       if value and value[0] != "[" else
+                       f"basic_auth_users:\n  alice: {value}\n")
+    r = run(tool, "--root", t.path, "--listen", "127.0.0.1:1",
+            "--web.config.file", cfg, check_rc=2, timeout=30)
+    assert len(r.err.splitlines()) == 1, r.err
+    assert "line 2: basic_auth_users.alice: not a bcrypt hash" in r.err
+    assert value not in r.err or not value    # the hash is not printed
+
+
+def test_web_config_usage(tool, tmp_path):
+    t, _ = uneven_tree(tmp_path)
+    r = run(tool, "--root", t.path, "--web.config.file", WEB_CONFIG, check_rc=2)
+    assert "needs --listen" in r.err
+    r = run(tool, "--root", t.path, "--listen", "127.0.0.1:1",
+            "--web.config.file", tmp_path / "none.yml", check_rc=2)
+    assert f"--web.config.file {tmp_path}/none.yml: No such file" in r.err
+    # before the tree is read: refused whatever the module's state
+    r = run(tool, "--root", tmp_path / "none", "--listen", "127.0.0.1:1",
+            "--web.config.file", write_config(tmp_path, "x: 1\n"), check_rc=2)
+    assert len(r.err.splitlines()) == 1 and "x: unknown key" in r.err
+
+
+def doc_web_configs():
+    """The shipped example and the web-config.yml of docs/prometheus.md."""
+    doc = open(os.path.join(REPO, "docs/prometheus.md")).read()
+    blocks = re.findall(r"```yaml\n# web-config.yml\n(.*?)```", doc, re.S)
+    assert len(blocks) == 1
+    return [open(WEB_CONFIG).read(), blocks[0]]
+
+
+@pytest.mark.parametrize("which", [0, 1])
+def test_documented_web_configs(tool, tmp_path, pki, which):
+    """The shipped example and the documented one, with their certificate
+    and key in place: promtool check web-config (Prometheus's own parser)
+    and energystat both take them, and the example's password (change-me)
+    gets through."""
+    text = doc_web_configs()[which]
+    names = re.findall(r"^\s*(cert_file|key_file): (\S+)$", text, re.M)
+    assert [n for n, _ in names] == ["cert_file", "key_file"]
+    for n, path in names:
+        local = tmp_path / os.path.basename(path)
+        shutil.copy(pki / ("server.crt" if n == "cert_file" else "server.key"),
+                    local)
+        text = text.replace(path, str(local))
+    cfg = write_config(tmp_path, text)
+    exe = need.need("promtool", "prometheus")
+    r = subprocess.run([exe, "check", "web-config", str(cfg)],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and "SUCCESS" in r.stdout + r.stderr, r
+    t, _ = uneven_tree(tmp_path)
+    x = TLSExporter(tool, t.path, cfg, pki / "server.crt")
+    try:
+        user = re.search(r"^basic_auth_users:\n(?:\s*#.*\n)*\s+(\w+):", text,
+                         re.M)[1]
+        assert x.get_tls(user, "change-me")[0].status == 200
+        assert_401(*x.get_tls(user, "change-you"))
+    finally:
+        x.stop()
+
+
+def doc_scrape_config():
+    """The Prometheus side of docs/prometheus.md's TLS and basic auth."""
+    doc = open(os.path.join(REPO, "docs/prometheus.md")).read()
+    sec = doc[doc.index("## TLS and basic auth"):]
+    return re.search(r"```yaml\n(scrape_configs:\n.*?)```", sec, re.S)[1]
+
+
+def test_prometheus_scrapes_over_tls(tool, tmp_path, pki):
+    """A real Prometheus, with docs/prometheus.md's scrape configuration,
+    scrapes over TLS with basic authentication (target up, the series
+    stored); the same job with a wrong password is down with 401."""
+    t, _ = uneven_tree(tmp_path)
+    cfg = write_config(tmp_path, f"""\
+tls_server_config:
+  cert_file: {pki}/server.crt
+  key_file: {pki}/server.key
+basic_auth_users:
+  prometheus: {bcrypt(PASSWORD)}
+""")
+    x = TLSExporter(tool, t.path, cfg, pki / "server.crt")
+    r, body = x.get_tls("prometheus", PASSWORD)
+    assert r.status == 200
+    series = [s for s in prom_samples(body)
+              if s.startswith("cgroup_energy_joules_total{")]
+    assert 2 <= len(series) <= 20
+    (tmp_path / "pw").write_text(PASSWORD)
+    job = doc_scrape_config()
+    job = job.replace("/etc/prometheus/energystat-ca.crt", str(pki / "server.crt"))
+    job = job.replace("/etc/prometheus/energystat.password", str(tmp_path / "pw"))
+    job = job.replace('"node1:10043"', f'"127.0.0.1:{x.port}"')
+    assert str(tmp_path / "pw") in job and str(x.port) in job
+    wrong = job.split("\n", 1)[1].replace("job_name: energystat",
+                                          "job_name: wrong")
+    wrong = wrong.replace(f"password_file: {tmp_path}/pw", "password: wrong")
+    assert "password: wrong" in wrong
+    # the scrape timeout is a hang guard: a scrape takes milliseconds
+    conf = tmp_path / "prometheus.yml"
+    conf.write_text("global:\n  scrape_interval: 2s\n  scrape_timeout: 2s\n"
+                    + job + wrong)
+    exe = need.need("prometheus", "prometheus")
+    port = free_port()
+    p = subprocess.Popen([exe, f"--config.file={conf}",
+                          f"--storage.tsdb.path={tmp_path}/data",
+                          f"--web.listen-address=127.0.0.1:{port}"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    api = f"http://127.0.0.1:{port}/api/v1/"
+    try:
+        health = {}
+        for _ in range(120):                 # up to 60 s: a hang guard
+            time.sleep(0.5)
+            try:
+                with urllib.request.urlopen(api + "targets", timeout=10) as f:
+                    targets = json.load(f)["data"]["activeTargets"]
+            except OSError:
+                continue
+            health = {tg["labels"]["job"]: (tg["health"], tg["lastError"])
+                      for tg in targets}
+            if health.get("energystat", ("",))[0] == "up" and \
+                    "401" in health.get("wrong", ("", ""))[1]:
+                break
+        assert health["energystat"] == ("up", ""), health
+        assert health["wrong"] == (
+            "down", "server returned HTTP status 401 Unauthorized"), health
+        q = urllib.parse.quote('count(cgroup_energy_joules_total{job="energystat"})')
+        with urllib.request.urlopen(api + "query?query=" + q, timeout=10) as f:
+            (res,) = json.load(f)["data"]["result"]
+        assert int(res["value"][1]) == len(series)
+    finally:
+        p.terminate()
+        p.wait(timeout=30)
+        x.stop()

@@ -9,6 +9,7 @@
  *
  * The units below it, each with its own header, top down:
  *   serve.c     --listen: /metrics over HTTP
+ *   webcfg.c    --web.config.file: its TLS and basic authentication
  *   health.c    the exporter's module state and own metrics
  *   gzip.c      gzip of its answers (zlib)
  *   filter.c    --include, --exclude: regexes on the cgroup path
@@ -47,6 +48,7 @@
 #include "text.h"
 #include "filter.h"
 #include "view.h"
+#include "webcfg.h"
 #include "serve.h"
 #include "names.h"
 #include "term.h"
@@ -71,6 +73,7 @@ struct opts {
 	bool hierarchical;
 	const char *listen;	/* --listen [ADDR:]PORT, NULL: none */
 	const char *output;	/* --output FILE, NULL: standard output */
+	const char *web_config;	/* --web.config.file FILE, NULL: none */
 	struct sockaddr_storage addr;	/* its address */
 	bool any_addr;		/* no ADDR: every address */
 	struct filter filter;	/* --include, --exclude */
@@ -112,6 +115,8 @@ static void usage(FILE *f)
 "      --include REGEX  --prometheus, --listen: only the cgroups whose whole\n"
 "                       path matches REGEX (POSIX extended); repeatable, any\n"
 "      --exclude REGEX  the same: not those; repeatable, wins over --include\n"
+"      --web.config.file FILE  --listen: TLS and basic authentication from\n"
+"                       FILE, Prometheus exporter-toolkit's web configuration\n"
 "      --hierarchical   Prometheus: each cgroup's counters with its descendants\n"
 "                       (cgroup_energy_subtree_*); default: its own share, so\n"
 "                       that sum() over cgroups is the root's energy\n"
@@ -193,7 +198,7 @@ static int add_filter(struct opts *o, bool exclude, const char *re)
 static int parse_opts(int argc, char **argv, struct opts *o)
 {
 	enum { OPT_JSON = 256, OPT_PROM, OPT_HIER, OPT_LISTEN, OPT_DEPTH,
-	       OPT_RUNTIME_ROOT, OPT_INCLUDE, OPT_EXCLUDE, OPT_RAW };
+	       OPT_RUNTIME_ROOT, OPT_INCLUDE, OPT_EXCLUDE, OPT_RAW, OPT_WEBCFG };
 	static const struct option longopts[] = {
 		{ "delay", required_argument, NULL, 'd' },
 		{ "depth", required_argument, NULL, OPT_DEPTH },
@@ -209,6 +214,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{ "listen", required_argument, NULL, OPT_LISTEN },
 		{ "include", required_argument, NULL, OPT_INCLUDE },
 		{ "exclude", required_argument, NULL, OPT_EXCLUDE },
+		{ "web.config.file", required_argument, NULL, OPT_WEBCFG },
 		{ "output", required_argument, NULL, 'o' },
 		{ "root", required_argument, NULL, 'r' },
 		{ "runtime-root", required_argument, NULL, OPT_RUNTIME_ROOT },
@@ -319,6 +325,11 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			if (add_filter(o, c == OPT_EXCLUDE, optarg) < 0)
 				return EXIT_NOTHING;
 			break;
+		case OPT_WEBCFG:
+			if (!*optarg)
+				return usage_error("empty --web.config.file", NULL);
+			o->web_config = optarg;
+			break;
 		case 'o':
 			if (!*optarg)
 				return usage_error("empty --output", NULL);
@@ -356,6 +367,9 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	if (o->listen && (o->live || o->fmt == FMT_JSON))
 		return usage_error("--listen serves Prometheus metrics and cannot "
 				   "be used with --json, -d, -n or -1", NULL);
+	if (o->web_config && !o->listen)
+		return usage_error("--web.config.file configures --listen's TLS and "
+				   "authentication and needs --listen", NULL);
 	if (o->live && o->fmt == FMT_PROM)
 		return usage_error("--prometheus prints counters and cannot be "
 				   "used with -d, -n or -1: Prometheus computes the "
@@ -1203,6 +1217,7 @@ int main(int argc, char **argv)
 	struct opts o;
 	struct tree t = { 0 };
 	struct diag d = { .limit = DIAG_LIMIT };
+	struct webcfg *wc = NULL;
 	char *root;
 	int rc = parse_opts(argc, argv, &o);
 
@@ -1215,9 +1230,15 @@ int main(int argc, char **argv)
 		filter_free(&o.filter);
 		return 0;
 	}
+	/* before the tree: a bad file is refused whatever the module's state */
+	if (o.web_config && !(wc = webcfg_load(o.web_config))) {
+		filter_free(&o.filter);
+		return EXIT_NOTHING;
+	}
 	root = root_dir(o.root);
 	if (!root) {
 		diag_msg("out of memory");
+		webcfg_free(wc);
 		return EXIT_NOTHING;
 	}
 	t.names = names_new(o.runtime_root);
@@ -1232,7 +1253,7 @@ int main(int argc, char **argv)
 	if (rc < 0 && o.listen) {
 		struct serve_opts so = { .addr = &o.addr, .any = o.any_addr,
 					 .hierarchical = o.hierarchical,
-					 .filter = &o.filter };
+					 .filter = &o.filter, .wc = wc };
 
 		rc = serve(&t, &so);
 	} else if (rc < 0 && o.output) {
@@ -1247,6 +1268,7 @@ int main(int argc, char **argv)
 	}
 	diag_finish(&d);
 	filter_free(&o.filter);
+	webcfg_free(wc);
 	free_paths(&t);
 	names_free(t.names);
 	free(root);

@@ -43,6 +43,7 @@
 #include "view.h"
 #include "gzip.h"
 #include "health.h"
+#include "webcfg.h"
 #include "serve.h"
 
 #define SCRAPE_TIMEOUT_S	5	/* under Prometheus's default scrape_timeout, 10 s */
@@ -65,6 +66,7 @@ struct server {
 	struct sample older, newer;	/* earlier reads, for the watts gauges */
 	bool have_older, have_newer;
 	bool first;			/* no read yet: print its errors */
+	struct webcfg *wc;		/* --web.config.file; NULL: none */
 };
 
 /*
@@ -280,10 +282,14 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
 			      const char *version, const char *upload_data,
 			      size_t *upload_size, void **con_cls)
 {
+	enum MHD_Result ret;
+
 	(void)version;
 	(void)upload_data;
 	(void)upload_size;
 	(void)con_cls;
+	if (webcfg_refuse(((struct server *)cls)->wc, c, &ret))
+		return ret;
 	if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 &&
 	    strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
 		return reply_text(c, MHD_HTTP_METHOD_NOT_ALLOWED,
@@ -352,7 +358,7 @@ static struct MHD_Daemon *start(unsigned int flags,
 				const struct sockaddr_storage *ss,
 				struct server *sv)
 {
-	return MHD_start_daemon(flags,
+	return MHD_start_daemon(flags | webcfg_flags(sv->wc),
 				ntohs(((const struct sockaddr_in *)ss)->sin_port),
 				NULL, NULL, handle, sv,
 				MHD_OPTION_SOCK_ADDR, ss,
@@ -362,26 +368,32 @@ static struct MHD_Daemon *start(unsigned int flags,
 				(unsigned int)MAX_PER_IP,
 				MHD_OPTION_CONNECTION_TIMEOUT,
 				(unsigned int)IDLE_TIMEOUT_S,
+				MHD_OPTION_ARRAY, webcfg_options(sv->wc),
 				MHD_OPTION_END);
 }
 
-/* Say where the daemon listens: "127.0.0.1:10043", "[::1]:10043", ... */
-static void log_listening(const struct sockaddr_storage *ss, bool any, bool v4)
+/*
+ * Say where the daemon listens: "127.0.0.1:10043", "[::1]:10043", ..., and
+ * " over HTTPS" when --web.config.file turned TLS on.
+ */
+static void log_listening(const struct sockaddr_storage *ss, bool any, bool v4,
+			  bool tls)
 {
 	unsigned int port = ntohs(((const struct sockaddr_in *)ss)->sin_port);
+	const char *over = tls ? " over HTTPS" : "";
 	char host[INET6_ADDRSTRLEN] = "";
 
 	if (any) {
-		diag_msg("serving /metrics on every %saddress, port %u",
-			 v4 ? "IPv4 " : "", port);
+		diag_msg("serving /metrics on every %saddress, port %u%s",
+			 v4 ? "IPv4 " : "", port, over);
 	} else if (ss->ss_family == AF_INET6) {
 		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)ss)->sin6_addr,
 			  host, sizeof(host));
-		diag_msg("serving /metrics on [%s]:%u", host, port);
+		diag_msg("serving /metrics on [%s]:%u%s", host, port, over);
 	} else {
 		inet_ntop(AF_INET, &((const struct sockaddr_in *)ss)->sin_addr,
 			  host, sizeof(host));
-		diag_msg("serving /metrics on %s:%u", host, port);
+		diag_msg("serving /metrics on %s:%u%s", host, port, over);
 	}
 }
 
@@ -392,7 +404,8 @@ static void log_listening(const struct sockaddr_storage *ss, bool any, bool v4)
 int serve(const struct tree *t, const struct serve_opts *so)
 {
 	struct server sv = { .t = *t, .hierarchical = so->hierarchical,
-			     .filter = so->filter, .first = true };
+			     .filter = so->filter, .first = true,
+			     .wc = so->wc };
 	const struct sockaddr_storage *ss = so->addr;
 	bool any = so->any, v4 = false;
 	unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD |
@@ -434,7 +447,7 @@ int serve(const struct tree *t, const struct serve_opts *so)
 		pthread_mutex_destroy(&sv.lock);
 		return 2;
 	}
-	log_listening(ss, any, v4);
+	log_listening(ss, any, v4, webcfg_flags(sv.wc) & MHD_USE_TLS);
 	health_start(&sv.health, &sv.t);
 	while (sigwait(&stop, &sig) != 0)
 		;

@@ -11,12 +11,15 @@
 #include "filter.h"
 #include "tree.h"
 
+struct webcfg;
+
 /* what --listen serves, and where */
 struct serve_opts {
 	const struct sockaddr_storage *addr;	/* from listen_parse() */
 	bool any;				/* no ADDR: every address */
 	bool hierarchical;			/* --hierarchical */
 	const struct filter *filter;		/* --include, --exclude */
+	struct webcfg *wc;			/* --web.config.file, or NULL */
 };
 
 const char *listen_parse(const char *arg, struct sockaddr_storage *ss,
