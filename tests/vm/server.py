@@ -79,8 +79,11 @@ DEBOOTSTRAP_PKGS = ['systemd-sysv', 'udev', 'dbus', 'kmod', 'procps']
 # has it: ca-certificates depends on it)
 PKGS = ['dkms', 'grub-pc', 'initramfs-tools', 'zstd', 'e2fsprogs', 'openssl']
 # What the guest's apt installs without network, besides the 6.12 kernel:
-# energystat's libraries (debian/control's ${shlibs:Depends}).
-DOWNLOAD = ['libmicrohttpd12']
+# energystat's libraries (debian/control's ${shlibs:Depends}; a package the
+# root already has is not downloaded again). tests/test_deb.py checks the
+# list against the built package.
+DOWNLOAD = ['libmicrohttpd12', 'libgnutls30', 'libyaml-0-2', 'libcrypt1',
+            'libjansson4']
 DISK_SIZE = 6 << 30
 # Each boot of the build, to its poweroff (the first took 57 s on a busy
 # host)
