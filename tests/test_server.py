@@ -15,7 +15,9 @@ read what it recorded:
    units, its files 0440 of cgroup-energy, the system is `running`, a
    service started with systemd-run has energy and energystat lists it; the
    exporter runs as energystat and serves up 1, keeps serving (up 0) with
-   the module unloaded and up 1 once the mount loaded it again; then `apt
+   the module unloaded and up 1 once the mount loaded it again; Debian's
+   Prometheus scrapes it over TLS with basic auth (a wrong password gets
+   401) and stores a frozen service's energy to the microjoule; then `apt
    install` of the 6.12 kernel and its headers builds the module for 6.12.
 3. 6.12, GRUB's new default: the same checks (the exporter: up 1).
 4. 5.10, which has no headers, so no build: the mount is skipped, the
@@ -28,9 +30,11 @@ without network (the 6.12 packages are in the image's apt cache).  Every
 step's duration is printed and kept in the run directory's timings.json."""
 import json
 import re
+import secrets
 import shutil
 import subprocess
 import time
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -76,11 +80,57 @@ class Boot:
         return self.out(name)
 
 
+# The exporter's basic auth user, and the password of job tls (job
+# wrong_password sends another)
+PROM_USER = 'prometheus'
+
+
+def tls_share(share):
+    """Into the share: a self-signed certificate for 127.0.0.1, the
+    exporter's web configuration (basic_auth_users: a bcrypt hash made by
+    htpasswd, not by the libxcrypt energystat checks it with), Debian's
+    Prometheus and promtool, and Prometheus's configuration: job tls with
+    the right password, job wrong_password with another, both over TLS
+    trusting that certificate, a scrape a second."""
+    tls = share / 'tls'
+    tls.mkdir()
+    r = subprocess.run(['openssl', 'req', '-x509', '-newkey', 'rsa:2048',
+                        '-nodes', '-days', '2', '-subj', '/CN=127.0.0.1',
+                        '-addext', 'subjectAltName=IP:127.0.0.1',
+                        '-keyout', str(tls / 'server.key'),
+                        '-out', str(tls / 'server.crt')],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    password = secrets.token_hex(12)
+    r = subprocess.run(['htpasswd', '-nbB', '-C', '10', PROM_USER, password],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    bcrypt = r.stdout.strip().split(':', 1)[1]
+    (tls / 'web-config.yml').write_text(
+        'tls_server_config:\n  cert_file: server.crt\n'
+        '  key_file: server.key\nbasic_auth_users:\n'
+        f"  {PROM_USER}: '{bcrypt}'\n")
+    jobs = ''.join(
+        f'  - job_name: {job}\n    scheme: https\n'
+        f'    tls_config: {{ca_file: /run/cge/tls/server.crt}}\n'
+        f"    basic_auth: {{username: {PROM_USER}, password: '{pw}'}}\n"
+        f"    static_configs: [{{targets: ['127.0.0.1:10043']}}]\n"
+        for job, pw in (('tls', password), ('wrong_password', password[::-1])))
+    (share / 'prometheus.yml').write_text(
+        'global: {scrape_interval: 1s, scrape_timeout: 1s}\n'
+        'scrape_configs:\n' + jobs)
+    for tool in ('prometheus', 'promtool'):
+        shutil.copy(shutil.which(tool), share / tool)
+
+
 @pytest.fixture(scope='module')
 def scenario():
     for tool, pkg in (('debootstrap', 'debootstrap'), ('sfdisk', 'fdisk'),
                       ('mke2fs', 'e2fsprogs'), ('dpkg-buildpackage',
-                                                'dpkg-dev')):
+                                                'dpkg-dev'),
+                      ('prometheus', 'prometheus'), ('htpasswd',
+                                                     'apache2-utils'),
+                      ('openssl', 'openssl')):
         need.need(tool, pkg)
     harness.check_qemu()
     p = server.kernel_pins()
@@ -100,6 +150,7 @@ def scenario():
                        text=True, timeout=600)
     assert r.returncode == 0, (r.stdout + r.stderr)[-4000:]
     shutil.copy(AGENT, share / 'agent.sh')
+    tls_share(share)
     (share / 'env').write_text(''.join(f"{k}='{v}'\n" for k, v in env.items()))
     # -snapshot: the guest's writes go to QEMU's temporary overlay, which
     # lasts until QEMU exits, across the guest's reboots
@@ -339,3 +390,37 @@ def test_purge_keeps_the_system_accounts(scenario):
     b.ok('purge')
     out = b.ok('accounts')
     assert re.search(r'^cgroup-energy:x:\d+:energystat$', out, re.M), out
+
+
+def prom_result(b, name):
+    """promtool query instant -o json's vector: [(labels, value string)]."""
+    return [(s['metric'], s['value'][1]) for s in json.loads(b.ok(name))]
+
+
+def test_prometheus_scrapes_the_exporter_over_tls_with_basic_auth(scenario):
+    """Debian's Prometheus scrapes the installed exporter over TLS with
+    basic auth (the web configuration in /etc/default/energystat-exporter's
+    ARGS): job tls is up, job wrong_password down with a 401. A service
+    frozen, and two module samples taken, before Prometheus started: every
+    value Prometheus stored of its energy is its energy.stat's energy_uj to
+    the microjoule, and rate() over them is 0."""
+    b = boot(scenario, 2)
+    b.ok('tls_config')
+    b.ok('frozen_start')
+    energy = flat(b.ok('frozen_energy'))
+    assert energy['energy_uj'] > 0, energy
+    b.ok('prom_scraped')
+    up_by_job = {m['job']: v for m, v in prom_result(b, 'prom_up')}
+    assert up_by_job == {'tls': '1', 'wrong_password': '0'}, up_by_job
+    (m, v), = prom_result(b, 'prom_frozen')
+    assert m['job'] == 'tls', m
+    assert Decimal(v) == Decimal(energy['energy_uj']) / 10**6, (v, energy)
+    (m, v), = prom_result(b, 'prom_rate')
+    assert float(v) == 0, v
+    body = b.ok('prom_targets')
+    targets = json.loads(body[body.index('{'):])['data']['activeTargets']
+    errors = {tg['labels']['job']: tg['lastError'] for tg in targets}
+    assert errors['tls'] == '', errors
+    assert '401' in errors['wrong_password'], errors
+    exporter_runs(b, 'exporter_tls')
+    b.ok('tls_off')

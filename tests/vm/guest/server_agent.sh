@@ -133,6 +133,47 @@ exporter_with_module() {
 	run exporter_after 'exporter_state'
 }
 
+# Prometheus (the host's, Debian's package, from the share) scrapes the
+# exporter over TLS with basic auth (job tls) and with a wrong password
+# (job wrong_password), for a service frozen before Prometheus started:
+# every value Prometheus stores of it is the one its energy.stat holds.
+# Then the exporter goes back to plain HTTP, as the later boots scrape it.
+PROM=http://127.0.0.1:9090
+promq() { $S/promtool query instant -o json $PROM "$1"; }
+# until Prometheus holds 5 samples of both jobs (120 s at most)
+prom_scraped() {
+	i=0
+	until promq 'count_over_time(up[1m]) >= 5' | grep -q wrong_password &&
+	      promq 'count_over_time(up{job="tls"}[1m]) >= 5' | grep -q '"tls"'; do
+		i=$((i + 1))
+		[ $i -le 240 ] || return 1
+		sleep 0.5
+	done
+}
+prom_targets() {
+	bash -c 'exec 3<>/dev/tcp/127.0.0.1/9090 &&
+		printf "GET /api/v1/targets HTTP/1.0\r\nHost: localhost\r\n\r\n" >&3 &&
+		cat <&3'
+}
+tls_prometheus() {
+	run tls_config "install -d -m 0750 -g cgroup-energy /etc/energystat &&
+		install -m 0640 -g cgroup-energy $S/tls/server.crt $S/tls/server.key $S/tls/web-config.yml /etc/energystat/ &&
+		echo 'ARGS=\"--web.config.file /etc/energystat/web-config.yml\"' >/etc/default/energystat-exporter &&
+		systemctl restart energystat-exporter.service"
+	run frozen_start 'systemd-run --unit=frozen --quiet sh -c "while :; do :; done" && sleep 2 && systemctl freeze frozen.service && two_samples'
+	run frozen_energy 'cat /sys/fs/cgroup_energy/system.slice/frozen.service/energy.stat'
+	run prom_start "systemd-run --unit=prom --quiet $S/prometheus --config.file=$S/prometheus.yml --storage.tsdb.path=/var/tmp/prom --web.listen-address=127.0.0.1:9090"
+	run prom_scraped 'prom_scraped'
+	run prom_up "promq up"
+	run prom_frozen "promq 'cgroup_energy_joules_total{cgroup=\"/system.slice/frozen.service\"}'"
+	run prom_rate "promq 'rate(cgroup_energy_joules_total{cgroup=\"/system.slice/frozen.service\"}[30s])'"
+	run prom_targets 'prom_targets'
+	run exporter_tls 'exporter_state'
+	run tls_off "systemctl stop prom.service frozen.service &&
+		echo 'ARGS=\"\"' >/etc/default/energystat-exporter &&
+		systemctl restart energystat-exporter.service && scrape >/dev/null"
+}
+
 case $n in
 1)	# the image as built: 6.1, no module; install the two packages
 	boot_state
@@ -154,6 +195,7 @@ case $n in
 	boot_state
 	burn
 	exporter_with_module
+	tls_prometheus
 	need install "apt install -y $LATER_SPECS"
 	run dkms 'dkms status'
 	run modinfo "modinfo -k $LATER_KVER -F filename cgroup_energy"
