@@ -7,6 +7,7 @@ scenario's measurements, with numeric tolerances.  usage_usec against
 cpu.stat on quiet cgroups (busy, sleeper, SCHED_FIFO, short-lived) is
 tests/test_accuracy.py's, which the vm stage runs on every kernel too."""
 import json
+import re
 import subprocess
 
 import pytest
@@ -411,6 +412,25 @@ def test_prometheus_series_never_go_down_across_samples(res):
     # each series is one own_ key of one file: none went down (before the
     # own_ keys, the root's own series, read before its busy child's, did)
     assert r['down'] == [], r['down']
+
+
+def test_live_view_in_a_terminal(res):
+    """The interactive live view (systemd-cgtop's keys) on the live module
+    in tmux at 80 and 200 columns: a first screen from the module's
+    power_avg10_mw before any update, with the machine line and the busy
+    cgroup; an update with rates; q ends it with exit status 0. Lines fit
+    the terminal."""
+    r = ok(res, 's_live_view')
+    for cols in ('80', '200'):
+        s = r['screens'][cols]
+        first, update = s['first'], s['update']
+        assert 'power_avg10_mw' in first, first
+        assert 'machine' in first and '/eq1' in first, first
+        assert 'power_avg10_mw' not in update and '/eq1' in update, update
+        assert re.search(r'^/eq1 .*\d W ', update, re.M), update
+        for scr in (first, update):
+            assert max(len(ln) for ln in scr.splitlines()) <= int(cols), scr
+        assert s['ended'] and s['rc'] == '0', s
 
 
 def test_unload(res):

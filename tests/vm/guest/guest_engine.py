@@ -663,6 +663,58 @@ def s_energystat(ctx):
             'series': [len(x['counters']) for x in reads], 'down': down[:20]}
 
 
+def s_live_view(ctx):
+    """energystat's interactive live view on the live module, in a tmux
+    terminal of 80 and then 200 columns: the first screen (the module's
+    power_avg10_mw) and the one after an update, then q; its exit status
+    and whether the session ended. Waits are hang guards: a screen is
+    taken as soon as it shows what is waited for."""
+    tool = str(ctx['repo'] / 'userspace/energystat')
+    tmux = 'tmux -L cge-live'
+    out = {}
+
+    def screen(name):
+        return sh(f'{tmux} capture-pane -p -t {name}', check=False).stdout
+
+    def wait_for(name, text, secs):
+        end = time.monotonic() + secs
+        while time.monotonic() < end:
+            s = screen(name)
+            if text in s:
+                return s
+            time.sleep(0.2)
+        return screen(name)
+
+    burn = W.start('eq1', 'busy', 30)
+    try:
+        for cols in (80, 200):
+            name = f'v{cols}'
+            rc = f'/tmp/live-{cols}.rc'
+            sh(f'{tmux} new-session -d -s {name} -x {cols} -y 24 '
+               f'"TERM=xterm {tool} -d 1; echo \$? > {rc}"')
+            first = wait_for(name, 'power_avg10_mw', 60)
+            update = wait_for(name, 'WAKEUPS/s', 60)
+            # an update: the first screen's note is gone, rates shown
+            end = time.monotonic() + 60
+            while 'power_avg10_mw' in update and time.monotonic() < end:
+                time.sleep(0.2)
+                update = screen(name)
+            sh(f'{tmux} send-keys -t {name} q')
+            end = time.monotonic() + 30
+            while (sh(f'{tmux} has-session -t {name}', check=False)
+                   .returncode == 0 and time.monotonic() < end):
+                time.sleep(0.2)
+            ended = sh(f'{tmux} has-session -t {name}',
+                       check=False).returncode != 0
+            out[cols] = {'first': first, 'update': update, 'ended': ended,
+                         'rc': open(rc).read().strip() if ended and
+                         os.path.exists(rc) else None}
+    finally:
+        sh(f'{tmux} kill-server', check=False)
+        W.stop([burn], ['eq1'])
+    return {'screens': out}
+
+
 def s_unload(ctx):
     busy = sh('rmmod cgroup_energy', check=False)
     still = os.path.isdir('/sys/module/cgroup_energy')
@@ -689,5 +741,5 @@ if __name__ == '__main__':
                s_namespace, s_view, s_readdir, s_bad_input, s_churn, s_hotplug, s_suspend, s_quiet,
                s_systime,
                s_conservation,
-               s_energystat, s_drain, s_unload], ctx,
+               s_energystat, s_live_view, s_drain, s_unload], ctx,
               deep_only=(s_drain_base, s_systime))
