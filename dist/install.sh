@@ -83,13 +83,13 @@ $DOCDIR/README.md $MANIFEST"
 # (Debian's place for files used as they are, which dh_compress leaves
 # uncompressed), where the installed README's dist/ links point.
 DOCDIRS="$DOCDIR/docs $DOCDIR/examples/grafana $DOCDIR/examples/kubernetes
-$DOCDIR/examples/prometheus"
+$DOCDIR/examples/prometheus $DOCDIR/examples/energystat"
 linked_docs() {
 	for f in "$REPO"/docs/*.md "$REPO"/docs/*.svg; do
 		echo "docs/${f##*/}:$DOCDIR/docs/${f##*/}"
 	done
 	for f in "$REPO"/dist/grafana/*.json "$REPO"/dist/kubernetes/*.yaml \
-		 "$REPO"/dist/prometheus/*.yml; do
+		 "$REPO"/dist/prometheus/*.yml "$REPO"/dist/energystat/*.yml; do
 		echo "dist/${f#"$REPO"/dist/}:$DOCDIR/examples/${f#"$REPO"/dist/}"
 	done
 }

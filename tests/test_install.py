@@ -305,11 +305,13 @@ def stage_install(destdir, **env):
 
 def linked_docs(docdir):
     """What make install puts in @docdir for the README's links: docs/ as
-    in the tree, dist/'s dashboard and deploy files in examples/."""
+    in the tree, dist/'s dashboard, deploy files and web configuration
+    example in examples/."""
     docs = {f'{docdir}/docs/{p.name}' for p in REPO.glob('docs/*')
             if p.suffix in ('.md', '.svg')}
     ex = {f'{docdir}/examples/{p.relative_to(REPO / "dist")}'
-          for g in ('grafana/*.json', 'kubernetes/*.yaml', 'prometheus/*.yml')
+          for g in ('grafana/*.json', 'kubernetes/*.yaml', 'prometheus/*.yml',
+                    'energystat/*.yml')
           for p in REPO.glob(f'dist/{g}')}
     assert 8 <= len(docs) <= 20 and 4 <= len(ex) <= 10, (docs, ex)
     return docs | ex

@@ -1058,7 +1058,8 @@ static int run_top(const struct opts *o, const struct tree *t0, struct diag *d)
 		rc = EXIT_NOTHING;
 		goto out;
 	}
-	term_raw();
+	if (!term_raw())
+		diag_msg("cannot put the terminal in raw mode: keys act after Enter");
 	/* a whole screen per write: no half-drawn frame, no flicker */
 	setvbuf(stdout, NULL, _IOFBF, 1 << 16);
 	avg10_rates(&l.last, rates);

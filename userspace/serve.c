@@ -6,8 +6,10 @@
  * made to embed an HTTP/1.1 server in a program. It parses requests,
  * answers malformed ones with 400 itself, handles keep-alive, connection
  * limits (MAX_CONNECTIONS, MAX_PER_IP from one address: more are closed at
- * once) and timeouts, and runs a thread per connection, so this file only
- * says what a request gets:
+ * once) and timeouts, and polls the connections with epoll from a pool of
+ * POOL_THREADS threads: a connection that sends nothing (or a byte at a
+ * time) holds a slot of MAX_CONNECTIONS, not a thread, until IDLE_TIMEOUT_S.
+ * This file only says what a request gets:
  *
  *   GET or HEAD /metrics  the tree read afresh, in the Prometheus text format
  *                         0.0.4, or OpenMetrics 1.0 when the Accept header
@@ -48,8 +50,9 @@
 
 #define SCRAPE_TIMEOUT_S	5	/* under Prometheus's default scrape_timeout, 10 s */
 #define WATTS_MIN_S		1	/* shortest window of the watts gauges */
-#define MAX_CONNECTIONS		32
+#define MAX_CONNECTIONS		1024	/* idle ones cost a socket, no thread */
 #define MAX_PER_IP		16	/* one client cannot take them all */
+#define POOL_THREADS		4	/* requests answered at once */
 #define IDLE_TIMEOUT_S		10	/* a connection silent this long is closed */
 #define DIAG_FIRST		20	/* per-cgroup errors printed on the first read */
 
@@ -210,9 +213,10 @@ static void scrape_text(struct server *sv, FILE *f, struct view *v,
 	struct timespec until = { .tv_sec = 0 };
 	struct sample cur;
 
-	clock_gettime(CLOCK_REALTIME, &until);
+	/* the monotonic clock: a step of the wall clock moves no deadline */
+	clock_gettime(CLOCK_MONOTONIC, &until);
 	until.tv_sec += SCRAPE_TIMEOUT_S;
-	if (pthread_mutex_timedlock(&sv->lock, &until) != 0) {
+	if (pthread_mutex_clocklock(&sv->lock, CLOCK_MONOTONIC, &until) != 0) {
 		r->reason = UP_TIMEOUT;
 		health_end(&sv->health, &sv->t, r->reason);
 		health_write(f, v, &sv->health, r);
@@ -368,6 +372,8 @@ static struct MHD_Daemon *start(unsigned int flags,
 				(unsigned int)MAX_PER_IP,
 				MHD_OPTION_CONNECTION_TIMEOUT,
 				(unsigned int)IDLE_TIMEOUT_S,
+				MHD_OPTION_THREAD_POOL_SIZE,
+				(unsigned int)POOL_THREADS,
 				MHD_OPTION_ARRAY, webcfg_options(sv->wc),
 				MHD_OPTION_END);
 }
@@ -408,8 +414,7 @@ int serve(const struct tree *t, const struct serve_opts *so)
 			     .wc = so->wc };
 	const struct sockaddr_storage *ss = so->addr;
 	bool any = so->any, v4 = false;
-	unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD |
-			     MHD_USE_THREAD_PER_CONNECTION;
+	unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL;
 	struct MHD_Daemon *daemon;
 	sigset_t stop;
 	int sig;

@@ -20,7 +20,8 @@
 #include "term.h"
 
 static struct termios saved, raw;
-static volatile sig_atomic_t raw_on;	/* the terminal is in raw mode */
+static volatile sig_atomic_t raw_on;	/* the terminal may be in raw mode */
+static volatile sig_atomic_t raw_wanted;	/* term_raw() succeeded, no restore */
 static volatile sig_atomic_t redraw;	/* SIGWINCH or SIGCONT came */
 
 static const int fatal_sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
@@ -30,50 +31,26 @@ bool term_interactive(void)
 	return isatty(STDIN_FILENO) && isatty(STDOUT_FILENO);
 }
 
-void term_restore(void)
+/* The terminal as it was; raw mode still wanted after a SIGCONT. */
+static void restore(void)
 {
 	if (raw_on)
 		tcsetattr(STDIN_FILENO, TCSADRAIN, &saved);
 	raw_on = 0;
 }
 
+void term_restore(void)
+{
+	raw_wanted = 0;
+	restore();
+}
+
 /* A signal that ends the tool: the terminal back, then its default action. */
 static void on_fatal(int sig)
 {
-	term_restore();
+	restore();
 	signal(sig, SIG_DFL);
 	raise(sig);
-}
-
-/* Ctrl-Z: the terminal back, stop; once continued, raw again. */
-static void on_tstp(int sig)
-{
-	sigset_t set;
-
-	(void)sig;
-	term_restore();
-	signal(SIGTSTP, SIG_DFL);
-	sigemptyset(&set);
-	sigaddset(&set, SIGTSTP);
-	sigprocmask(SIG_UNBLOCK, &set, NULL);
-	raise(SIGTSTP);
-	/* continued here (SIGCONT's handler ran first) */
-	signal(SIGTSTP, on_tstp);
-}
-
-/* Continued (after Ctrl-Z or SIGSTOP): raw mode again, and a redraw. */
-static void on_cont(int sig)
-{
-	(void)sig;
-	if (tcsetattr(STDIN_FILENO, TCSADRAIN, &raw) == 0)
-		raw_on = 1;
-	redraw = 1;
-}
-
-static void on_winch(int sig)
-{
-	(void)sig;
-	redraw = 1;
 }
 
 /* Install handler for sig, without SA_RESTART so that poll() wakes up. */
@@ -85,6 +62,48 @@ static void handle(int sig, void (*handler)(int))
 	sa.sa_handler = handler;
 	sigemptyset(&sa.sa_mask);
 	sigaction(sig, &sa, NULL);
+}
+
+/*
+ * Ctrl-Z: the terminal back, stop; once continued, raw again. The handlers
+ * that return keep errno, which the interrupted poll() or read() reads.
+ */
+static void on_tstp(int sig)
+{
+	int e = errno;
+	sigset_t set;
+
+	(void)sig;
+	restore();
+	signal(SIGTSTP, SIG_DFL);
+	sigemptyset(&set);
+	sigaddset(&set, SIGTSTP);
+	sigprocmask(SIG_UNBLOCK, &set, NULL);
+	raise(SIGTSTP);
+	/* continued here (SIGCONT's handler ran first) */
+	handle(SIGTSTP, on_tstp);
+	errno = e;
+}
+
+/* Continued (after Ctrl-Z or SIGSTOP): raw mode again, and a redraw. */
+static void on_cont(int sig)
+{
+	int e = errno;
+
+	(void)sig;
+	if (raw_wanted) {
+		raw_on = 1;
+		if (tcsetattr(STDIN_FILENO, TCSADRAIN, &raw) != 0)
+			raw_on = 0;
+	}
+	redraw = 1;
+	errno = e;
+}
+
+static void on_winch(int sig)
+{
+	(void)sig;
+	redraw = 1;
 }
 
 bool term_raw(void)
@@ -100,9 +119,14 @@ bool term_raw(void)
 	handle(SIGTSTP, on_tstp);
 	handle(SIGCONT, on_cont);
 	handle(SIGWINCH, on_winch);
-	if (tcsetattr(STDIN_FILENO, TCSADRAIN, &raw) != 0)
-		return false;
+	/* raw_on first: a signal during tcsetattr still restores */
+	raw_wanted = 1;
 	raw_on = 1;
+	if (tcsetattr(STDIN_FILENO, TCSADRAIN, &raw) != 0) {
+		raw_wanted = 0;
+		raw_on = 0;
+		return false;
+	}
 	atexit(term_restore);
 	return true;
 }

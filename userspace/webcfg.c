@@ -623,10 +623,22 @@ static bool bcrypt_ok(const char *pass, const char *hash)
 	return ok;
 }
 
+/* The hash of the highest bcrypt cost ("$2y$NN$"): what an unknown user pays. */
+static const char *costliest(const struct webcfg *w)
+{
+	const char *h = w->users[0].hash;
+
+	for (size_t i = 1; i < w->nusers; i++)
+		if (strncmp(w->users[i].hash + 4, h + 4, 2) > 0)
+			h = w->users[i].hash;
+	return h;
+}
+
 /*
  * user and pass against basic_auth_users: the cached digest of the last
- * password that passed, else bcrypt. An unknown user pays bcrypt too (of
- * the first user's hash), so that timing does not tell which users exist.
+ * password that passed, else bcrypt. An unknown user pays bcrypt too, at
+ * the highest cost of the file's hashes, so that timing does not tell
+ * which users exist.
  */
 static bool password_ok(struct webcfg *w, const char *user, const char *pass)
 {
@@ -647,7 +659,7 @@ static bool password_ok(struct webcfg *w, const char *user, const char *pass)
 		if (ok)
 			return true;
 	}
-	ok = bcrypt_ok(pass, u ? u->hash : w->users[0].hash) && u;
+	ok = bcrypt_ok(pass, u ? u->hash : costliest(w)) && u;
 	if (ok) {
 		pthread_mutex_lock(&w->lock);
 		memcpy(u->digest, digest, DIGEST_LEN);
