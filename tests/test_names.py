@@ -12,8 +12,10 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -286,6 +288,75 @@ def test_exporter_caches_names_per_container(tool, tmp_path):
     finally:
         rc, err = x.stop()
     assert rc == 0, err
+
+
+PODMAN = {"ociVersion": "1.1.0", "process": {"args": ["sleep", "inf"]},
+          "annotations": {"io.container.manager": "libpod",
+                          "org.opencontainers.image.stopSignal": "15"}}
+
+
+def traced_exporter(tool, tmp_path, node):
+    """energystat --listen under strace -f -ttt -y (every read() with the
+    path it reads and its wall-clock time, to tmp_path/trace). Returns the
+    Exporter and the file holding the tool's pid (strace's own pid would
+    only detach it on SIGTERM)."""
+    pidfile, trace = tmp_path / "pid", tmp_path / "trace"
+    wrap = tmp_path / "traced-energystat"
+    wrap.write_text(
+        "#!/bin/sh\n"
+        f"exec {need.need('strace', 'strace')} -f -qq -ttt -y -e trace=read "
+        f"-o '{trace}' sh -c 'echo $$ >\"$0\" && exec \"$@\"' '{pidfile}' "
+        f"'{tool}' \"$@\"\n")
+    wrap.chmod(0o755)
+    return Exporter(str(wrap), node.tree.path, "--runtime-root", node.rt), pidfile
+
+
+def reads_of(trace, path):
+    """Wall-clock times of the read() calls on path that returned data."""
+    pat = re.compile(r"^\d+ +([\d.]+) read\(\d+<(.*?)>, .* = (\d+)$")
+    times = []
+    for line in trace.read_text().splitlines():
+        m = pat.match(line)
+        if m and m.group(2) == path and int(m.group(3)) > 0:
+            times.append(float(m.group(1)))
+    return times
+
+
+def test_unnamed_bundle_read_again_only_when_rewritten(tool, tmp_path):
+    """A bundle without names (rootful podman's, in CRI-O's directory) is
+    read once across three scrapes, not once a scrape; rewritten (another
+    size and mtime), it is read once more across the next three; a named
+    one is read once in all. Counted by strace: read() calls that return
+    data from that config.json, by scrape."""
+    node, ids = standard_node(tmp_path, "cri-o", "systemd")
+    podman = hexid(0x90)
+    node.write_config(podman, PODMAN)
+    x, pidfile = traced_exporter(tool, tmp_path, node)
+    marks = []
+    try:
+        for i in range(6):
+            if i == 3:
+                spec = dict(PODMAN, annotations={**PODMAN["annotations"],
+                                                 "io.podman.annotations.label": "x"})
+                node.write_config(podman, spec)
+            r, body = x.get()
+            assert r.status == 200
+            marks.append(time.time())
+        nginx = node.container_cgroup(WEB, ids[WEB["name"]]["nginx"])
+        assert {s["cgroup"]: s for s in series_labels(body)}[nginx]["container"] == "nginx"
+    finally:
+        if pidfile.exists():
+            os.kill(int(pidfile.read_text()), signal.SIGTERM)
+        rc = x.p.wait(timeout=20)
+        err = x.p.stderr.read()
+    assert rc == 0, err
+    trace = tmp_path / "trace"
+    podman_reads = reads_of(trace, node.config_path(podman))
+    before = [t for t in podman_reads if t <= marks[2]]
+    after = [t for t in podman_reads if marks[2] < t <= marks[5]]
+    assert (len(before), len(after), len(podman_reads)) == (1, 1, 2), podman_reads
+    named = reads_of(trace, node.config_path(ids[WEB["name"]]["nginx"]))
+    assert len(named) == 1, named
 
 
 # ---- recording rules: ids joined with kube-state-metrics ----------------------
