@@ -35,6 +35,10 @@ CRI-O
   cgroup  systemd driver: <pod slice>/crio-<id>.scope (cgroupsPath
           "<pod slice>:crio:<id>"); cgroupfs driver: kubepods/<qos>/pod<uid>/<id>
 
+Who wins a key both the pod's author and the runtime write (the order the
+runtime adds them to the spec; the last write stays): crio_layers() and
+containerd_layers() below.
+
 Pod slices and directories as in tests/test_exporter.py (the kubelet's
 pkg/kubelet/cm/cgroup_manager_linux.go: '-' of a uid become '_' in unit
 names)."""
@@ -83,6 +87,56 @@ def crio_annotations(pod, sandbox_id, container=None):
     if container is not None:
         a["io.kubernetes.container.name"] = container
     return a
+
+
+def layered(*layers):
+    """Annotations added layer after layer, a later layer's key winning, as
+    the runtimes' g.AddAnnotation / WithAnnotation calls overwrite."""
+    out = {}
+    for layer in layers:
+        out.update(layer)
+    return out
+
+
+def crio_layers(pod, sandbox_id, container, pod_annotations):
+    """A CRI-O bundle's annotations where the pod's author set
+    pod_annotations. Sandbox (cri-o server/sandbox_run_linux.go
+    runPodSandbox): CRI-O's own io.kubernetes.cri-o.* keys, then the pod's
+    annotations, then the kubelet's labels (its pod labels plus
+    io.kubernetes.pod.*, kubernetes pkg/kubelet/kuberuntime/labels.go
+    newPodLabels) with io.kubernetes.container.name "POD". Container (cri-o
+    internal/factory/container/container.go SpecAddAnnotations): the pod's
+    annotations, then CRI-O's own keys, then the container's (kubelet's)
+    annotations, then its labels (newContainerLabels)."""
+    kube = {"io.kubernetes.pod.name": pod["name"],
+            "io.kubernetes.pod.namespace": pod["namespace"],
+            "io.kubernetes.pod.uid": pod["uid"]}
+    meta = {"name": pod["name"], "uid": pod["uid"],
+            "namespace": pod["namespace"], "attempt": 0}
+    own = {"io.kubernetes.cri-o.SandboxID": sandbox_id,
+           "io.kubernetes.cri-o.Namespace": pod["namespace"],
+           "io.kubernetes.cri-o.ContainerType":
+               "sandbox" if container is None else "container"}
+    if container is None:
+        labels = {**kube, "io.kubernetes.container.name": "POD"}
+        own["io.kubernetes.cri-o.Labels"] = json.dumps(labels)
+        own["io.kubernetes.cri-o.Metadata"] = json.dumps(meta)
+        return layered(own, pod_annotations, labels)
+    labels = {**kube, "io.kubernetes.container.name": container}
+    own["io.kubernetes.cri-o.Labels"] = json.dumps(labels)
+    own["io.kubernetes.cri-o.Metadata"] = json.dumps({"name": container, "attempt": 0})
+    return layered(pod_annotations, own, {"io.kubernetes.container.hash": "1"}, labels)
+
+
+def containerd_layers(pod, sandbox_id, container, pod_annotations):
+    """A containerd bundle's annotations where the pod's author set
+    pod_annotations and the runtime's pod_annotations lets them all pass:
+    the passed annotations first, then DefaultCRIAnnotations (containerd
+    internal/cri/server/podsandbox/sandbox_run_linux.go
+    sandboxContainerSpec, internal/cri/server/container_create.go
+    buildLinuxSpec)."""
+    return layered(pod_annotations,
+                   containerd_annotations(pod, sandbox_id, container))
 
 
 def oci_spec(annotations, cgroups_path):

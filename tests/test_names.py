@@ -12,14 +12,17 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
 import need  # noqa: E402
-from kubenode import DB, WEB, hexid, oci_spec, standard_node  # noqa: E402
+from kubenode import (DB, WEB, containerd_layers, crio_layers,  # noqa: E402
+                      hexid, oci_spec, standard_node)
 from test_energystat import (prom_samples, promtool_check, run,  # noqa: E402,F401
                              table, tool)
 from test_exporter import Exporter  # noqa: E402
@@ -286,6 +289,126 @@ def test_exporter_caches_names_per_container(tool, tmp_path):
     finally:
         rc, err = x.stop()
     assert rc == 0, err
+
+
+PODMAN = {"ociVersion": "1.1.0", "process": {"args": ["sleep", "inf"]},
+          "annotations": {"io.container.manager": "libpod",
+                          "org.opencontainers.image.stopSignal": "15"}}
+
+
+def traced_exporter(tool, tmp_path, node):
+    """energystat --listen under strace -f -ttt -y (every read() with the
+    path it reads and its wall-clock time, to tmp_path/trace). Returns the
+    Exporter and the file holding the tool's pid (strace's own pid would
+    only detach it on SIGTERM)."""
+    pidfile, trace = tmp_path / "pid", tmp_path / "trace"
+    wrap = tmp_path / "traced-energystat"
+    wrap.write_text(
+        "#!/bin/sh\n"
+        f"exec {need.need('strace', 'strace')} -f -qq -ttt -y -e trace=read "
+        f"-o '{trace}' sh -c 'echo $$ >\"$0\" && exec \"$@\"' '{pidfile}' "
+        f"'{tool}' \"$@\"\n")
+    wrap.chmod(0o755)
+    return Exporter(str(wrap), node.tree.path, "--runtime-root", node.rt), pidfile
+
+
+def reads_of(trace, path):
+    """Wall-clock times of the read() calls on path that returned data."""
+    pat = re.compile(r"^\d+ +([\d.]+) read\(\d+<(.*?)>, .* = (\d+)$")
+    times = []
+    for line in trace.read_text().splitlines():
+        m = pat.match(line)
+        if m and m.group(2) == path and int(m.group(3)) > 0:
+            times.append(float(m.group(1)))
+    return times
+
+
+def test_unnamed_bundle_read_again_only_when_rewritten(tool, tmp_path):
+    """A bundle without names (rootful podman's, in CRI-O's directory) is
+    read once across three scrapes, not once a scrape; rewritten (another
+    size and mtime), it is read once more across the next three; a named
+    one is read once in all. Counted by strace: read() calls that return
+    data from that config.json, by scrape."""
+    node, ids = standard_node(tmp_path, "cri-o", "systemd")
+    podman = hexid(0x90)
+    node.write_config(podman, PODMAN)
+    x, pidfile = traced_exporter(tool, tmp_path, node)
+    marks = []
+    try:
+        for i in range(6):
+            if i == 3:
+                spec = dict(PODMAN, annotations={**PODMAN["annotations"],
+                                                 "io.podman.annotations.label": "x"})
+                node.write_config(podman, spec)
+            r, body = x.get()
+            assert r.status == 200
+            marks.append(time.time())
+        nginx = node.container_cgroup(WEB, ids[WEB["name"]]["nginx"])
+        assert {s["cgroup"]: s for s in series_labels(body)}[nginx]["container"] == "nginx"
+    finally:
+        if pidfile.exists():
+            os.kill(int(pidfile.read_text()), signal.SIGTERM)
+        rc = x.p.wait(timeout=20)
+        err = x.p.stderr.read()
+    assert rc == 0, err
+    trace = tmp_path / "trace"
+    podman_reads = reads_of(trace, node.config_path(podman))
+    before = [t for t in podman_reads if t <= marks[2]]
+    after = [t for t in podman_reads if marks[2] < t <= marks[5]]
+    assert (len(before), len(after), len(podman_reads)) == (1, 1, 2), podman_reads
+    named = reads_of(trace, node.config_path(ids[WEB["name"]]["nginx"]))
+    assert len(named) == 1, named
+
+
+FORGED = {"io.kubernetes.pod.namespace": "kube-system",
+          "io.kubernetes.pod.name": "coredns-5d78c9869d-abcde",
+          "io.kubernetes.pod.uid": "11111111-2222-4333-8444-555555555555",
+          "io.kubernetes.container.name": "coredns",
+          "io.kubernetes.cri-o.ContainerType": "container",
+          "io.kubernetes.cri-o.Namespace": "kube-system",
+          "io.kubernetes.cri-o.Labels": json.dumps(
+              {"io.kubernetes.pod.namespace": "kube-system",
+               "io.kubernetes.pod.name": "coredns-5d78c9869d-abcde",
+               "io.kubernetes.container.name": "coredns"}),
+          "io.kubernetes.cri-o.Metadata": json.dumps(
+              {"name": "coredns-5d78c9869d-abcde", "namespace": "kube-system"}),
+          "io.kubernetes.cri.sandbox-namespace": "kube-system",
+          "io.kubernetes.cri.sandbox-name": "coredns-5d78c9869d-abcde",
+          "io.kubernetes.cri.sandbox-uid": "11111111-2222-4333-8444-555555555555",
+          "io.kubernetes.cri.container-name": "coredns",
+          "io.kubernetes.cri.container-type": "sandbox"}
+
+
+@pytest.mark.parametrize("runtime", ["containerd", "cri-o"])
+def test_pod_annotations_cannot_claim_another_namespace(tool, tmp_path, runtime):
+    """A pod whose author annotated it with every key energystat reads (and
+    CRI-O's Labels/Metadata/Namespace/ContainerType), claiming kube-system:
+    its bundles, written in the order the runtime layers the annotations
+    (kubenode.crio_layers, containerd_layers), still name it shop/web.
+    The forged values are in the files; none reaches a label. A CRI-O
+    sandbox whose ContainerType the pod overrode is left unnamed (its
+    container.name is "POD"); the pod's cgroup takes a container's names."""
+    node, ids = standard_node(tmp_path, runtime, "systemd")
+    layers = crio_layers if runtime == "cri-o" else containerd_layers
+    for name, cid in ids[WEB["name"]].items():
+        node.write_config(cid, oci_spec(layers(WEB, WEB["sandbox"], name, FORGED),
+                                        node.cgroups_path(WEB, cid)))
+        assert "kube-system" in open(node.config_path(cid)).read()
+    got = json_doc(tool, node)
+    for path, wl in got.items():
+        assert wl.get("namespace") in (None, "shop"), (path, wl)
+        assert wl.get("container") != "coredns", (path, wl)
+    want = expected(node, ids)
+    sandbox = node.container_cgroup(WEB, WEB["sandbox"])
+    for path, (ns, pod, ctr, typ) in want.items():
+        if runtime == "cri-o" and path == sandbox:
+            assert not {"pod", "namespace", "container"} & set(got[path]), got[path]
+            continue
+        assert (got[path].get("namespace"), got[path].get("pod"),
+                got[path].get("container")) == (ns, pod, ctr), path
+    prom = run(tool, "--root", node.tree.path, "--runtime-root", node.rt,
+               "--prometheus", check_rc=0).out
+    assert "kube-system" not in prom and "coredns" not in prom
 
 
 # ---- recording rules: ids joined with kube-state-metrics ----------------------

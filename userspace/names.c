@@ -22,25 +22,45 @@
  * <runroot>/<driver>-containers/<id>/userdata (containers/storage store.go
  * and containers.go): /run/containers/storage/overlay-containers/<id>/userdata.
  *
- * The bundle directories are listed again for each sample and a bundle is
- * read once per container id (its config.json does not change while the
- * container exists); ids no longer listed are forgotten, so the cache holds
- * the node's containers and no more. A bundle without names is read again
- * at the next sample: the runtime creates the directory before it writes
- * config.json (not atomically), so a listing can see it half written. Below the bundle directory no symbolic
- * link is followed; a config.json larger than NAMES_MAX_CONFIG, not a regular
- * file, not JSON, or whose names are not valid Kubernetes names is ignored:
- * that container keeps its ids only.
+ * The bundle directories are listed again for each sample; ids no longer
+ * listed are forgotten, so the cache holds the node's containers and no
+ * more. A bundle with names is read once per container id (its config.json
+ * does not change while the container exists). One without names (half
+ * written: the runtime creates the directory before it writes config.json;
+ * or no CRI annotations at all, as rootful podman's containers in CRI-O's
+ * directory) is read again only when its config.json's identity (device,
+ * inode, size, mtime, ctime from fstat of the open file) changes: each
+ * sample opens and fstat()s it, nothing more. Below the bundle directory no
+ * symbolic link is followed; a config.json larger than NAMES_MAX_CONFIG,
+ * not a regular file, not JSON, or whose names are not valid Kubernetes
+ * names is ignored: that container keeps its ids only.
+ *
+ * Who can write the keys read here (a pod's author must not name another
+ * namespace): containerd applies the pod annotations it passes through
+ * (only those the runtime's pod_annotations allows) before its own keys,
+ * which win (containerd internal/cri/server/podsandbox/sandbox_run_linux.go
+ * sandboxContainerSpec, internal/cri/server/container_create.go
+ * buildLinuxSpec: GetPassthroughAnnotations, then DefaultCRIAnnotations).
+ * CRI-O copies the pod's annotations to the top level, but the kubelet's
+ * labels last, which win (cri-o server/sandbox_run_linux.go runPodSandbox,
+ * internal/factory/container/container.go SpecAddAnnotations); the kubelet
+ * sets io.kubernetes.pod.name, .namespace, .uid (and .container.name) after
+ * the pod's own labels (kubernetes pkg/kubelet/kuberuntime/labels.go
+ * newPodLabels, newContainerLabels). In CRI-O's sandbox the pod's
+ * annotations do override CRI-O's own io.kubernetes.cri-o.* keys (there
+ * .ContainerType, .Labels, .Metadata), so no name is read from those: a
+ * forged ContainerType "container" meets the label container.name "POD",
+ * no Kubernetes name, and the sandbox is left unnamed.
  *
  * JSON is parsed by Jansson: strict RFC 8259 (invalid UTF-8 and NUL in
  * strings refused, so a name printed as a label or in JSON is valid text).
  */
 #include <dirent.h>
-#include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -72,10 +92,20 @@ static const struct source {
 	    "io.kubernetes.container.name" } },
 };
 
+/* what fstat says of a config.json: another value, another file or content */
+struct ident {
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+	struct timespec mtim, ctim;
+};
+
 struct entry {
 	char id[ID_LEN + 1];
 	bool named;		/* read and valid: the names below are set */
 	bool seen;		/* listed in this pass */
+	bool known;		/* at: the config.json last read (opened) */
+	struct ident at;
 	bool sandbox;		/* the pod's sandbox (pause) container */
 	char uid[65];		/* the pod's uid, empty when not annotated */
 	char pod[DNS_SUBDOMAIN + 1];
@@ -87,7 +117,8 @@ struct names {
 	char *root;		/* no trailing slash: "" for / */
 	struct entry *e;	/* sorted by id between passes */
 	size_t n, cap;
-	char *buf;		/* a config.json, NAMES_MAX_CONFIG bytes */
+	char *buf;		/* the largest config.json read yet, kept */
+	size_t bufcap;
 };
 
 struct names *names_new(const char *root)
@@ -212,12 +243,10 @@ static int open_dir_at(int dfd, const char *name)
 	return openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 }
 
-/* Read <id>[/<sub>]/config.json below the bundles' directory dfd into e. */
-static void read_bundle(struct names *nm, int dfd, const struct source *src,
-			struct entry *e)
+/* Open <id>[/<sub>]/config.json below the bundles' directory dfd; -1 if none. */
+static int open_config(int dfd, const struct source *src, const char *id)
 {
-	int fd = open_dir_at(dfd, e->id), cfd;
-	size_t len;
+	int fd = open_dir_at(dfd, id), cfd;
 
 	if (fd >= 0 && src->sub) {
 		int sub = open_dir_at(fd, src->sub);
@@ -226,15 +255,78 @@ static void read_bundle(struct names *nm, int dfd, const struct source *src,
 		fd = sub;
 	}
 	if (fd < 0)
-		return;
+		return -1;
 	cfd = openat(fd, "config.json", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	close(fd);
-	if (cfd < 0)
+	return cfd;
+}
+
+static bool same_time(const struct timespec *a, const struct timespec *b)
+{
+	return a->tv_sec == b->tv_sec && a->tv_nsec == b->tv_nsec;
+}
+
+static bool same_ident(const struct ident *a, const struct ident *b)
+{
+	return a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
+	       same_time(&a->mtim, &b->mtim) && same_time(&a->ctim, &b->ctim);
+}
+
+/* nm->buf holding at least n bytes (kept for the next bundle); false on ENOMEM */
+static bool fit_buf(struct names *nm, size_t n)
+{
+	char *nb;
+
+	if (n <= nm->bufcap)
+		return true;
+	nb = realloc(nm->buf, n);
+	if (!nb)
+		return false;
+	nm->buf = nb;
+	nm->bufcap = n;
+	return true;
+}
+
+/*
+ * Read e's bundle into e unless e is unnamed and its config.json is the one
+ * already read (same identity). The buffer is sized from st_size: a file
+ * that grows meanwhile fails the read and, its identity changed, is read
+ * at the next pass.
+ */
+static void read_bundle(struct names *nm, int dfd, const struct source *src,
+			struct entry *e)
+{
+	int cfd = open_config(dfd, src, e->id);
+	struct ident id;
+	struct stat sb;
+	size_t len;
+
+	if (cfd < 0) {
+		e->known = false;
 		return;
-	if (!nm->buf)
-		nm->buf = malloc(NAMES_MAX_CONFIG);
-	if (nm->buf && read_small_fd(cfd, nm->buf, NAMES_MAX_CONFIG, &len) == 0)
+	}
+	if (fstat(cfd, &sb) < 0) {
+		e->known = false;
+		close(cfd);
+		return;
+	}
+	id = (struct ident){ sb.st_dev, sb.st_ino, sb.st_size, sb.st_mtim, sb.st_ctim };
+	if (e->known && same_ident(&e->at, &id)) {
+		close(cfd);
+		return;
+	}
+	e->named = e->sandbox = false;
+	e->uid[0] = e->pod[0] = e->ns[0] = e->container[0] = '\0';
+	e->known = true;
+	e->at = id;
+	if (!S_ISREG(sb.st_mode) || sb.st_size < 0 ||
+	    (size_t)sb.st_size > NAMES_MAX_CONFIG)
+		goto out;
+	if (!fit_buf(nm, (size_t)sb.st_size + 1))
+		e->known = false;	/* ENOMEM: try again next pass */
+	else if (read_small_fd(cfd, nm->buf, (size_t)sb.st_size + 1, &len) == 0)
 		parse_config(nm->buf, len, &src->k, e);
+out:
 	close(cfd);
 }
 
@@ -300,11 +392,8 @@ static void list_source(struct names *nm, const struct source *src, size_t known
 		if (!is_id(de->d_name))
 			continue;
 		e = find(nm, known, de->d_name);
-		if (e && !e->named) {	/* listed before its config.json was whole? */
-			memset(e, 0, sizeof(*e));
-			memcpy(e->id, de->d_name, ID_LEN + 1);
+		if (e && !e->named)	/* half written then, or no names at all */
 			read_bundle(nm, dirfd(d), src, e);
-		}
 		if (e)
 			e->seen = true;
 		else if (!add(nm, dirfd(d), src, de->d_name))
@@ -328,8 +417,6 @@ static void names_list(struct names *nm)
 	nm->n = out;
 	if (nm->n > 1)
 		qsort(nm->e, nm->n, sizeof(*nm->e), entry_cmp);
-	free(nm->buf);		/* only while bundles are read */
-	nm->buf = NULL;
 }
 
 /* The names of pod uid: its sandbox's, else any of its containers'. */

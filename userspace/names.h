@@ -19,7 +19,8 @@ void names_free(struct names *nm);
 /*
  * Fill the names of s's pods and containers (struct workload's pod,
  * namespace, container): the bundles are listed again, a new one read once,
- * those gone forgotten. Anything unreadable leaves names empty.
+ * one without names read again only when its config.json changes, those
+ * gone forgotten. Anything unreadable leaves names empty.
  */
 void names_apply(struct names *nm, struct sample *s);
 
