@@ -117,7 +117,7 @@ scrape() {
 # The service's state and the credentials its process runs with.
 exporter_state() {
 	systemctl show -p UnitFileState,ActiveState,SubState,NRestarts energystat-exporter.service
-	ps -o user=,group=,supgrp= -p "$(systemctl show -p MainPID --value energystat-exporter.service)"
+	ps -o user:32=,group:32=,supgrp:64= -p "$(systemctl show -p MainPID --value energystat-exporter.service)"
 }
 # What the exporter does where the module is loaded and mounted: the files'
 # mode and group, a scrape (cgroup_energy_up 1), one with the module
