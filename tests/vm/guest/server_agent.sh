@@ -170,6 +170,7 @@ tls_prometheus() {
 	run prom_targets 'prom_targets'
 	run exporter_tls 'exporter_state'
 	run tls_off "systemctl stop prom.service frozen.service &&
+		rm -r /etc/energystat &&
 		echo 'ARGS=\"\"' >/etc/default/energystat-exporter &&
 		systemctl restart energystat-exporter.service && scrape >/dev/null"
 }
