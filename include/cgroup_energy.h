@@ -16,6 +16,14 @@
 #define CGE_CGROUP_ROOT		"/sys/fs/cgroup"
 #define CGE_STAT_FILE		"energy.stat"
 #define CGE_INFO_FILE		"energy.info"
+/*
+ * At a mount's root: every cgroup's counters from one sample. Lines of
+ * "key value" (sample, and the root-only keys in a mount of the whole
+ * tree), then a line "path" and the energy.stat keys in order, then one
+ * line per cgroup: its path below the mount (space, tab, newline and
+ * backslash as octal escapes, as in /proc/mounts) and their values.
+ */
+#define CGE_TREE_FILE		"energy.tree"
 
 /* energy.stat keys present in every directory */
 #define CGE_KEY_USAGE_USEC	"usage_usec"

@@ -69,11 +69,6 @@ u64 cge_root_cgid(void)
 	return cge_root->cgid;
 }
 
-struct cge_rec *cge_rec_root(void)
-{
-	return cge_root;
-}
-
 /*
  * Caller holds cge_lock or is in an RCU read-side section, which keeps the
  * record it returns alive.
@@ -187,6 +182,19 @@ struct cge_rec *cge_rec_get(u64 cgid, u64 parent_cgid)
 	return cge_root;
 }
 
+/* Add @c's counters (not its power averages) to @to. */
+static void cge_stat_add(struct cge_stat *to, const struct cge_stat *c)
+{
+	int i;
+
+	to->usage_us = cge_sat_add(to->usage_us, c->usage_us);
+	to->wakeups = cge_sat_add(to->wakeups, c->wakeups);
+	to->impact_us = cge_sat_add(to->impact_us, c->impact_us);
+	to->energy_uj = cge_sat_add(to->energy_uj, c->energy_uj);
+	for (i = 0; i < CGE_DOM_NR; i++)
+		to->dom_uj[i] = cge_sat_add(to->dom_uj[i], c->dom_uj[i]);
+}
+
 /*
  * Add @usage_ns and @impact_ns to @rec's own time: the whole µs they make
  * with its remainder go to @rec and each ancestor alike.
@@ -196,6 +204,8 @@ static void cge_rec_add_time(struct cge_rec *rec, u64 usage_ns, u64 impact_ns)
 	u64 usage_us = cge_time_carry(&rec->usage_rem_ns, usage_ns);
 	u64 impact_us = cge_time_carry(&rec->impact_rem_ns, impact_ns);
 
+	rec->own.usage_us = cge_sat_add(rec->own.usage_us, usage_us);
+	rec->own.impact_us = cge_sat_add(rec->own.impact_us, impact_us);
 	for (; rec; rec = rec->parent) {
 		rec->st.usage_us = cge_sat_add(rec->st.usage_us, usage_us);
 		rec->st.impact_us = cge_sat_add(rec->st.impact_us, impact_us);
@@ -218,6 +228,11 @@ void cge_rec_add(struct cge_rec *rec, const struct cge_delta *d,
 
 	cge_power_charge(step, d->energy_uj, inc);
 	cge_rec_add_time(rec, d->usage_ns, d->impact_ns);
+	st = &rec->own;
+	st->wakeups = cge_sat_add(st->wakeups, d->wakeups);
+	st->energy_uj = cge_sat_add(st->energy_uj, d->energy_uj);
+	for (i = 0; i < CGE_DOM_NR; i++)
+		st->dom_uj[i] = cge_sat_add(st->dom_uj[i], d->dom_uj[i]);
 	for (; rec; rec = rec->parent) {
 		st = &rec->st;
 		st->wakeups = cge_sat_add(st->wakeups, d->wakeups);
@@ -379,6 +394,7 @@ void cge_cgstate_reap(void)
 		 * Its totals are in its parent's, which now has them as its
 		 * own; with its ns below a whole µs, so that none is lost.
 		 */
+		cge_stat_add(&rec->parent->own, &rec->st);
 		cge_rec_add_time(rec->parent, rec->usage_rem_ns,
 				 rec->impact_rem_ns);
 		cge_rec_free(rec);
@@ -405,49 +421,71 @@ void cge_cgstate_reap(void)
 	}
 }
 
-/* @a - @b, or 0 below it (only where a total stopped at U64_MAX) */
-static u64 cge_sub0(u64 a, u64 b)
-{
-	return a > b ? a - b : 0;
-}
-
 /**
  * cge_cgstate_read_locked() - copy a cgroup's totals and its own part
  * @cgid: cgroup id
  * @out: the totals
- * @own: the totals less its child records' (power averages zero): what its
- *	own tasks, its freed descendants' records and charges that found no
- *	record below it used. It never decreases (until a total stops at
- *	U64_MAX): a charge to a child adds to both; a freed child's totals stay
- *	in @out.
+ * @own: its own part (struct cge_rec), power averages zero. It never
+ *	decreases (until a total stops at U64_MAX): a freed child's totals
+ *	move into it.
  *
- * Caller holds cge_lock, so the copy is one consistent snapshot; the cost
- * grows with the cgroup's child records.
+ * Caller holds cge_lock, so the copy is one consistent snapshot.
  *
  * Return: true if the cgroup has a record (it ran a task, or a descendant did).
  */
 bool cge_cgstate_read_locked(u64 cgid, struct cge_stat *out,
 			     struct cge_stat *own)
 {
-	struct cge_rec *rec, *c;
-	int i;
+	struct cge_rec *rec;
 
 	lockdep_assert_held(&cge_lock);
 	rec = cge_rec_find(cgid);
 	if (!rec)
 		return false;
 	*out = rec->st;
-	*own = rec->st;
-	memset(&own->power, 0, sizeof(own->power));
-	hlist_for_each_entry(c, &rec->children, sibling) {
-		own->usage_us = cge_sub0(own->usage_us, c->st.usage_us);
-		own->wakeups = cge_sub0(own->wakeups, c->st.wakeups);
-		own->impact_us = cge_sub0(own->impact_us, c->st.impact_us);
-		own->energy_uj = cge_sub0(own->energy_uj, c->st.energy_uj);
-		for (i = 0; i < CGE_DOM_NR; i++)
-			own->dom_uj[i] = cge_sub0(own->dom_uj[i], c->st.dom_uj[i]);
-	}
+	*own = rec->own;
 	return true;
+}
+
+/* How many records there are. cge_lock held. */
+unsigned int cge_cgstate_nr(void)
+{
+	lockdep_assert_held(&cge_lock);
+	return cge_nr_records;
+}
+
+/* Copy @rec to @dst[@i], if there is room. */
+static void cge_rec_copy(struct cge_rec *rec, struct cge_rec_copy *dst,
+			 unsigned int cap, unsigned int i)
+{
+	if (i >= cap)
+		return;
+	dst[i].cgid = rec->cgid;
+	dst[i].st = rec->st;
+	dst[i].own = rec->own;
+}
+
+/**
+ * cge_cgstate_copy() - every record's totals, as they stand now
+ * @dst: where to copy them
+ * @cap: how many @dst has room for
+ *
+ * The live records and those waiting to be freed, whose cgroups are gone.
+ * cge_lock held.
+ *
+ * Return: the number of records; only the first @cap are copied.
+ */
+unsigned int cge_cgstate_copy(struct cge_rec_copy *dst, unsigned int cap)
+{
+	struct cge_rec *rec;
+	unsigned int i = 0;
+
+	lockdep_assert_held(&cge_lock);
+	list_for_each_entry(rec, &cge_all, all)
+		cge_rec_copy(rec, dst, cap, i++);
+	list_for_each_entry(rec, &cge_grave, all)
+		cge_rec_copy(rec, dst, cap, i++);
+	return i;
 }
 
 /*

@@ -98,8 +98,21 @@ struct cge_rec {
 	u32 usage_rem_ns;
 	u32 impact_rem_ns;
 	struct cge_stat st;		/* hierarchical totals, cge_lock */
+	/*
+	 * The part of @st its own tasks, its freed descendants' records and
+	 * charges that found no record below it made: @st less its child
+	 * records' @st, exactly. No power averages. cge_lock.
+	 */
+	struct cge_stat own;
 	/* charges from the overflow path, per package (topo.c) */
 	struct cge_ovf ovf[];
+};
+
+/* One record in a copy of them all (cge_cgstate_copy()). */
+struct cge_rec_copy {
+	u64 cgid;
+	struct cge_stat st;
+	struct cge_stat own;
 };
 
 /* Held by the sampler for a whole sample and by readers of the totals. */
@@ -109,7 +122,6 @@ extern struct cge_root_stat cge_root_stat;
 int cge_cgstate_init(unsigned int pkgs);
 void cge_cgstate_exit(void);
 
-struct cge_rec *cge_rec_root(void);
 struct cge_rec *cge_rec_get(u64 cgid, u64 parent_cgid);
 struct cge_rec *cge_rec_find(u64 cgid);
 void cge_rec_add(struct cge_rec *rec, const struct cge_delta *d,
@@ -124,6 +136,8 @@ void cge_cgstate_reap(void);
 bool cge_cgstate_read_locked(u64 cgid, struct cge_stat *out,
 			     struct cge_stat *own);
 u64 cge_root_cgid(void);
+unsigned int cge_cgstate_nr(void);
+unsigned int cge_cgstate_copy(struct cge_rec_copy *dst, unsigned int cap);
 void cge_cgstate_usage(u64 *records, u64 *bytes);
 bool cge_cgstate_v2_in_use(void);
 

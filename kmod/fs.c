@@ -4,13 +4,16 @@
  *
  * Directories mirror cgroup v2 on demand. A directory's inode holds a
  * reference on its cgroup, so what a mount shows depends on the mount, not
- * on who reads it (as with cgroup2): ->lookup finds a child by name under
- * the directory's cgroup, ->iterate_shared lists its children,
+ * on who reads it (as with cgroup2): ->lookup finds a child by name in the
+ * directory's kernfs node (an rbtree), ->iterate_shared lists its children,
  * ->d_revalidate drops a directory whose cgroup was removed. An open
  * directory keeps its cgroup's struct (not the cgroup) after removal, as an
  * open cgroup2 directory keeps its kernfs node.
  * Nothing is copied or kept in step. A mount shows the subtree rooted at the
- * mounting process's cgroup namespace root.
+ * mounting process's cgroup namespace root; its root has energy.info and
+ * energy.tree (tree.c) beside energy.stat. A child cgroup named like one of
+ * a directory's files is not listed there (the file keeps its name) and is
+ * read in energy.tree.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -35,6 +38,7 @@
 #include "fs.h"
 #include "stat.h"
 #include "cgstate.h"
+#include "tree.h"
 
 #define CGE_FS_MAGIC		0x63676e65	/* "cgne" */
 #define CGE_DEFAULT_MODE	0440
@@ -43,6 +47,7 @@
 #define CGE_INO_DIR		0
 #define CGE_INO_STAT		1
 #define CGE_INO_INFO		2
+#define CGE_INO_TREE		3
 #define CGE_INO(cgid, kind)	(((cgid) << 2) | (kind))
 
 struct cge_fs_opts {
@@ -61,6 +66,7 @@ static const struct inode_operations cge_dir_iops;
 static const struct file_operations cge_dir_fops;
 static const struct file_operations cge_stat_fops;
 static const struct file_operations cge_info_fops;
+static const struct file_operations cge_tree_fops;
 
 /* A directory's cgroup: the inode holds a reference until it is evicted. */
 static inline struct cgroup *cge_dir_cgroup(const struct inode *inode)
@@ -109,7 +115,8 @@ static struct inode *cge_new_file(struct super_block *sb, u64 cgid, int kind)
 	inode->i_mode = S_IFREG | o.mode;
 	inode->i_uid = o.uid;
 	inode->i_gid = o.gid;
-	inode->i_fop = kind == CGE_INO_STAT ? &cge_stat_fops : &cge_info_fops;
+	inode->i_fop = kind == CGE_INO_STAT ? &cge_stat_fops :
+		       kind == CGE_INO_INFO ? &cge_info_fops : &cge_tree_fops;
 	cge_inode_touch(inode);
 	return inode;
 }
@@ -122,39 +129,35 @@ static void cge_evict_inode(struct inode *inode)
 		cgroup_put(cge_dir_cgroup(inode));
 }
 
-/*
- * A child cgroup that cgroupfs shows: online, and its directory activated.
- * cgroup_create() links a cgroup into its parent's children and marks it
- * online before it populates and activates the directory, and a mkdir can
- * still fail after that.
- */
-static bool cge_child_shown(struct cgroup_subsys_state *css)
+/* Whether @name is one of the files of the directory of cgroup @cgid. */
+static bool cge_file_name(const struct cge_sb_info *sbi, u64 cgid,
+			  const char *name)
 {
-	return cge_cgroup_online(css->cgroup) &&
-	       (READ_ONCE(css->cgroup->kn->flags) & KERNFS_ACTIVATED);
+	return !strcmp(name, CGE_STAT_FILE) ||
+	       (cgid == sbi->root_cgid && (!strcmp(name, CGE_INFO_FILE) ||
+					   !strcmp(name, CGE_TREE_FILE)));
 }
 
 /*
- * @parent's shown child cgroup called @name, with a reference, or NULL.
- * Children leave the list (list_del_rcu) before they are freed an RCU grace
- * period later; cgroup v2 has no rename, so a name read under RCU stays
- * valid. One pass over the children: lookups cost what readdir does.
+ * @parent's shown child cgroup called @name, with a reference, or NULL:
+ * kernfs finds the name in its directory's rbtree. A cgroup directory's
+ * kn->priv is its cgroup, cleared (RCU) before the cgroup is freed.
  */
 static struct cgroup *cge_child_get(struct cgroup *parent, const char *name)
 {
-	struct cgroup_subsys_state *css;
+	struct kernfs_node *kn = kernfs_find_and_get(parent->kn, name);
 	struct cgroup *child = NULL;
+	struct cgroup *c;
 
+	if (!kn)
+		return NULL;
 	rcu_read_lock();
-	list_for_each_entry_rcu(css, &parent->self.children, sibling) {
-		if (!cge_child_shown(css) ||
-		    strcmp(cge_kn_name(css->cgroup->kn), name))
-			continue;
-		if (cgroup_tryget(css->cgroup))
-			child = css->cgroup;
-		break;
-	}
+	c = rcu_dereference(*(void __rcu __force **)&kn->priv);
+	if (kernfs_type(kn) == KERNFS_DIR && c && cge_cgroup_shown(c) &&
+	    cgroup_tryget(c))
+		child = c;
 	rcu_read_unlock();
+	kernfs_put(kn);
 	return child;
 }
 
@@ -173,6 +176,8 @@ static struct dentry *cge_lookup(struct inode *dir, struct dentry *dentry,
 		inode = cge_new_file(sb, cgid, CGE_INO_STAT);
 	} else if (!strcmp(name, CGE_INFO_FILE) && cgid == sbi->root_cgid) {
 		inode = cge_new_file(sb, cgid, CGE_INO_INFO);
+	} else if (!strcmp(name, CGE_TREE_FILE) && cgid == sbi->root_cgid) {
+		inode = cge_new_file(sb, cgid, CGE_INO_TREE);
 	} else {
 		child = cge_child_get(cgrp, name);
 		if (!child)
@@ -208,8 +213,9 @@ static const struct dentry_operations cge_dops = {
 };
 
 /*
- * Directory positions: 0-1 the dots, 2 energy.stat, 3 energy.info (mount
- * root only), then each child cgroup at CGE_POS_CHILD plus its serial
+ * Directory positions: 0-1 the dots, 2 energy.stat, 3 energy.info and 4
+ * energy.tree (mount root only), then each child cgroup at CGE_POS_CHILD
+ * plus its serial
  * number. A cgroup's children are listed in ascending serial number order
  * and a serial number is never reused, so a listing resumed at a position
  * neither skips nor repeats a child that exists throughout, whatever was
@@ -217,7 +223,8 @@ static const struct dentry_operations cge_dops = {
  */
 #define CGE_POS_STAT		2
 #define CGE_POS_INFO		3
-#define CGE_POS_CHILD		4
+#define CGE_POS_TREE		4
+#define CGE_POS_CHILD		5
 
 /* One child, copied out under RCU to be emitted after it. */
 struct cge_dirent {
@@ -239,7 +246,8 @@ struct cge_dirent {
  * Return: bytes used; *@more says whether some did not fit, and then
  * *@last holds the last child copied (or NULL); the old one is put.
  */
-static size_t cge_children_from(struct cgroup *cgrp, loff_t pos,
+static size_t cge_children_from(const struct cge_sb_info *sbi,
+				struct cgroup *cgrp, loff_t pos,
 				struct cgroup_subsys_state **last, char *buf,
 				size_t size, bool *more)
 {
@@ -261,9 +269,11 @@ static size_t cge_children_from(struct cgroup *cgrp, loff_t pos,
 						    struct cgroup_subsys_state,
 						    sibling)) {
 		if (child->serial_nr + CGE_POS_CHILD < pos ||
-		    !cge_child_shown(child))
+		    !cge_cgroup_shown(child->cgroup))
 			continue;
 		name = cge_kn_name(child->cgroup->kn);
+		if (cge_file_name(sbi, cgroup_id(cgrp), name))
+			continue;	/* the file has the name */
 		len = strlen(name);
 		if (used + CGE_DIRENT_SIZE(len) > size) {
 			*more = true;
@@ -311,12 +321,19 @@ static int cge_readdir(struct file *file, struct dir_context *ctx)
 			return 0;
 		ctx->pos++;
 	}
+	if (ctx->pos == CGE_POS_TREE) {
+		if (cgid == sbi->root_cgid &&
+		    !dir_emit(ctx, CGE_TREE_FILE, strlen(CGE_TREE_FILE),
+			      CGE_INO(cgid, CGE_INO_TREE), DT_REG))
+			return 0;
+		ctx->pos++;
+	}
 	buf = (char *)__get_free_page(GFP_KERNEL);
 	if (!buf)
 		return -ENOMEM;
 	do {
-		used = cge_children_from(cgrp, ctx->pos, &last, buf, PAGE_SIZE,
-					 &more);
+		used = cge_children_from(sbi, cgrp, ctx->pos, &last, buf,
+					 PAGE_SIZE, &more);
 		for (off = 0; off < used; off += CGE_DIRENT_SIZE(de->len)) {
 			de = (struct cge_dirent *)(buf + off);
 			ctx->pos = de->serial + CGE_POS_CHILD;
@@ -354,6 +371,23 @@ static int cge_info_open(struct inode *inode, struct file *file)
 	return single_open(file, cge_info_seq, inode);
 }
 
+/* The mount's root cgroup, held by the root directory's inode. */
+static int cge_tree_seq(struct seq_file *m, void *v)
+{
+	struct inode *inode = m->private;
+	struct cgroup *root = cge_dir_cgroup(d_inode(inode->i_sb->s_root));
+
+	return cge_tree_show(m, root, cgroup_id(root) == cge_root_cgid());
+}
+
+static int cge_tree_open(struct inode *inode, struct file *file)
+{
+	struct cgroup *root = cge_dir_cgroup(d_inode(inode->i_sb->s_root));
+
+	return single_open_size(file, cge_tree_seq, inode,
+				cge_tree_size_hint(root));
+}
+
 static const struct inode_operations cge_dir_iops = {
 	.lookup = cge_lookup,
 };
@@ -378,8 +412,34 @@ static const struct file_operations cge_info_fops = {
 	.release = single_release,
 };
 
+static const struct file_operations cge_tree_fops = {
+	.open = cge_tree_open,
+	.read = seq_read,
+	.llseek = seq_lseek,
+	.release = single_release,
+};
+
+/* The options that differ from the defaults, as /proc/mounts shows them. */
+static int cge_show_options(struct seq_file *m, struct dentry *root)
+{
+	struct cge_sb_info *sbi = root->d_sb->s_fs_info;
+	struct cge_fs_opts o;
+
+	spin_lock(&sbi->opts_lock);
+	o = sbi->opts;
+	spin_unlock(&sbi->opts_lock);
+	if (!uid_eq(o.uid, GLOBAL_ROOT_UID))
+		seq_printf(m, ",uid=%u", from_kuid_munged(seq_user_ns(m), o.uid));
+	if (!gid_eq(o.gid, GLOBAL_ROOT_GID))
+		seq_printf(m, ",gid=%u", from_kgid_munged(seq_user_ns(m), o.gid));
+	if (o.mode != CGE_DEFAULT_MODE)
+		seq_printf(m, ",mode=%04o", o.mode);
+	return 0;
+}
+
 static const struct super_operations cge_sops = {
 	.statfs = simple_statfs,
+	.show_options = cge_show_options,
 	.drop_inode = cge_drop_inode,
 	.evict_inode = cge_evict_inode,
 };

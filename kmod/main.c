@@ -18,6 +18,7 @@
 #include "fs.h"
 #include "gone.h"
 #include "params.h"
+#include "snap.h"
 #include "emu.h"
 
 static int __init cge_init(void)
@@ -68,6 +69,7 @@ static void __exit cge_exit(void)
 	cge_fs_exit();
 	cge_probe_exit();
 	cge_sampler_exit();
+	cge_snap_exit();
 	cge_cgstate_exit();
 	cge_gone_exit();
 	cge_probe_free();

@@ -44,11 +44,6 @@ static const char * const cge_split_names[] = {
 	[CGE_SPLIT_IMPACT] = "impact",
 };
 
-const char *cge_source_kind_name(int kind)
-{
-	return cge_source_names[kind];
-}
-
 const char *cge_split_name(int kind)
 {
 	return cge_split_names[kind];

@@ -31,7 +31,6 @@ extern int cge_split_param;
 struct cge_impact_coefs;
 
 int cge_params_load(void);
-const char *cge_source_kind_name(int kind);
 void cge_params_coefs(struct cge_impact_coefs *out);
 const char *cge_split_name(int kind);
 

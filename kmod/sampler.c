@@ -19,6 +19,7 @@
 
 #include "compat.h"
 #include "sampler.h"
+#include "snap.h"
 #include "source.h"
 #include "probe.h"
 #include "cgstate.h"
@@ -604,6 +605,8 @@ static void cge_sample_locked(void)
 	cpus_read_unlock();
 	cge_sampler_health.samples++;
 	cge_sampler_health.last_sample_ns = ktime_get_ns();
+	if (!cge_snap_sampled(cge_step.end_ns))
+		cge_sampler_health.alloc_failures++;
 }
 
 /* A sample now (module exit, suspend): it empties every CPU's cache. */

@@ -34,19 +34,44 @@ static const char * const cge_dom_names[CGE_DOM_NR] = {
 	[CGE_DOM_PSYS] = "psys",
 };
 
-static const char * const cge_sys_keys[CGE_SYS_NR][2] = {
+const char * const cge_sys_keys[CGE_SYS_NR][2] = {
 	[CGE_SYS_IRQ] = { CGE_KEY_IRQ_UJ, CGE_KEY_IRQ_USEC },
 	[CGE_SYS_SOFTIRQ] = { CGE_KEY_SOFTIRQ_UJ, CGE_KEY_SOFTIRQ_USEC },
 	[CGE_SYS_STEAL] = { CGE_KEY_STEAL_UJ, CGE_KEY_STEAL_USEC },
 };
 
-static const char * const cge_power_keys[CGE_POWER_NR] = {
+const char * const cge_power_keys[CGE_POWER_NR] = {
 	CGE_KEY_POWER_AVG10_MW, CGE_KEY_POWER_AVG60_MW, CGE_KEY_POWER_AVG300_MW,
 };
 
 static void cge_kv(struct seq_file *m, const char *key, u64 val)
 {
 	seq_printf(m, "%s %llu\n", key, val);
+}
+
+/* The counters' keys after @prefix, each after a space: energy.tree's header. */
+void cge_stat_keys(struct seq_file *m, const char *prefix,
+		   unsigned long domains)
+{
+	int d;
+
+	seq_printf(m, " %s" CGE_KEY_USAGE_USEC " %s" CGE_KEY_ENERGY_UJ
+		   " %s" CGE_KEY_WAKEUPS " %s" CGE_KEY_IMPACT_USEC,
+		   prefix, prefix, prefix, prefix);
+	for_each_set_bit(d, &domains, CGE_DOM_NR)
+		seq_printf(m, " %s%s", prefix, cge_dom_keys[d]);
+}
+
+/* The counters of @st in cge_stat_keys()' order, each after a space. */
+void cge_stat_values(struct seq_file *m, const struct cge_stat *st,
+		     unsigned long domains)
+{
+	int d;
+
+	seq_printf(m, " %llu %llu %llu %llu", st->usage_us, st->energy_uj,
+		   st->wakeups, st->impact_us);
+	for_each_set_bit(d, &domains, CGE_DOM_NR)
+		seq_printf(m, " %llu", st->dom_uj[d]);
 }
 
 /* The counters of @st, each key after @prefix, the domains' of @domains. */

@@ -1,0 +1,178 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * tree.c - energy.tree: every cgroup's counters from one sample, in one read.
+ *
+ * A read formats a snapshot of all records (snap.c) without taking
+ * cge_lock. It walks the live cgroups below the mount's root, as readdir
+ * shows them, and looks each one up in the snapshot: O(N log N) for N
+ * cgroups, with a chance for others to run every CGE_TREE_BATCH lines.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/kernel.h>
+#include <linux/cgroup.h>
+#include <linux/kernfs.h>
+#include <linux/mm.h>
+#include <linux/sched.h>
+#include <linux/seq_file.h>
+#include <linux/slab.h>
+#include <linux/sort.h>
+#include <linux/bsearch.h>
+
+#include "cgroup_energy.h"
+#include "compat.h"
+#include "tree.h"
+#include "snap.h"
+#include "cgstate.h"
+#include "sampler.h"
+#include "source.h"
+#include "power.h"
+#include "stat.h"
+
+/* Cgroups listed between two chances for others to run. */
+#define CGE_TREE_BATCH		256
+
+/* A record's place in the snapshot, by cgroup id. */
+struct cge_tree_key {
+	u64 cgid;
+	unsigned int idx;
+};
+
+static int cge_tree_key_cmp(const void *a, const void *b)
+{
+	const struct cge_tree_key *x = a, *y = b;
+
+	return x->cgid < y->cgid ? -1 : x->cgid > y->cgid;
+}
+
+/* What a reader works out from a snapshot before it lists the cgroups. */
+struct cge_tree_read {
+	struct cge_snap *s;
+	struct cge_tree_key *keys;	/* by cgid */
+	unsigned long domains;
+	char *path;
+};
+
+/* The snapshot's records by cgroup id, for the walk to look them up. */
+static void cge_tree_index(struct cge_tree_read *r)
+{
+	unsigned int i;
+
+	for (i = 0; i < r->s->nr; i++) {
+		r->keys[i].cgid = r->s->rec[i].cgid;
+		r->keys[i].idx = i;
+	}
+	sort(r->keys, r->s->nr, sizeof(*r->keys), cge_tree_key_cmp, NULL);
+}
+
+static void cge_tree_header(struct seq_file *m, struct cge_tree_read *r,
+			    bool host)
+{
+	const struct cge_root_stat *rs = &r->s->rs;
+	unsigned int k;
+
+	seq_printf(m, "sample %llu\n", r->s->sample);
+	if (host) {
+		seq_printf(m, CGE_KEY_TOTAL_UJ " %llu\n", rs->total_uj);
+		seq_printf(m, CGE_KEY_IDLE_UJ " %llu\n", rs->idle_uj);
+		seq_printf(m, CGE_KEY_IDLE_USEC " %llu\n", rs->idle.us);
+		for (k = 0; k < CGE_SYS_NR; k++)
+			seq_printf(m, "%s %llu\n%s %llu\n", cge_sys_keys[k][0],
+				   rs->sys_uj[k], cge_sys_keys[k][1],
+				   rs->sys[k].us);
+	}
+	seq_puts(m, "path");
+	cge_stat_keys(m, "", r->domains);
+	for (k = 0; k < CGE_POWER_NR; k++)
+		seq_printf(m, " %s", cge_power_keys[k]);
+	cge_stat_keys(m, CGE_OWN_PREFIX, r->domains);
+	seq_putc(m, '\n');
+}
+
+/* One cgroup's line: its path, escaped as /proc/mounts does, and counters. */
+static void cge_tree_line(struct seq_file *m, struct cge_tree_read *r,
+			  struct cgroup *cgrp, struct cgroup *root)
+{
+	static const struct cge_stat zero;
+	struct cge_tree_key key = { .cgid = cgroup_id(cgrp) }, *k;
+	const struct cge_stat *st = &zero, *own = &zero;
+	u64 mw[CGE_POWER_NR] = { 0 };
+	unsigned int i;
+	int len;
+
+	len = kernfs_path_from_node(cgrp->kn, root->kn, r->path, PATH_MAX);
+	if (len < 0 || len >= PATH_MAX)
+		return;		/* as a walk could not name it either */
+	k = bsearch(&key, r->keys, r->s->nr, sizeof(*k), cge_tree_key_cmp);
+	if (k) {
+		st = &r->s->rec[k->idx].st;
+		own = &r->s->rec[k->idx].own;
+		cge_power_read(&st->power, r->s->at_ns, mw);
+	}
+	seq_escape(m, r->path, " \t\n\\");
+	cge_stat_values(m, st, r->domains);
+	for (i = 0; i < CGE_POWER_NR; i++)
+		seq_printf(m, " %llu", mw[i]);
+	cge_stat_values(m, own, r->domains);
+	seq_putc(m, '\n');
+}
+
+/**
+ * cge_tree_size_hint() - a buffer size that likely holds @root's listing
+ * @root: the mount's root cgroup
+ *
+ * Return: bytes.
+ */
+size_t cge_tree_size_hint(struct cgroup *root)
+{
+	return ((size_t)READ_ONCE(root->nr_descendants) + 1) * 256 + PAGE_SIZE;
+}
+
+/**
+ * cge_tree_show() - energy.tree of a mount
+ * @m: the file
+ * @root: the mount's root cgroup, held by its root inode
+ * @host: the mount shows the whole tree: the root-only keys too
+ *
+ * Return: 0, or -errno (interrupted, no memory).
+ */
+int cge_tree_show(struct seq_file *m, struct cgroup *root, bool host)
+{
+	struct cgroup_subsys_state *css;
+	struct cge_tree_read r = { };
+	unsigned int n = 0;
+	int ret = -ENOMEM;
+
+	r.s = cge_snap_fresh();
+	if (IS_ERR(r.s))
+		return PTR_ERR(r.s);
+	r.domains = cge_sampler_source()->domains();
+	r.keys = kvmalloc_array(r.s->nr, sizeof(*r.keys), GFP_KERNEL);
+	r.path = kmalloc(PATH_MAX, GFP_KERNEL);
+	if (!r.keys || !r.path)
+		goto out;
+	cge_tree_index(&r);
+	cge_tree_header(m, &r, host);
+	rcu_read_lock();
+	css_for_each_descendant_pre(css, &root->self) {
+		if (css == &root->self || cge_cgroup_shown(css->cgroup))
+			cge_tree_line(m, &r, css->cgroup, root);
+		/*
+		 * The walk goes on from a css it holds (css_next_descendant_pre()
+		 * needs it accessible, not under one RCU section): let others run.
+		 */
+		if (++n % CGE_TREE_BATCH == 0 && css_tryget(css)) {
+			rcu_read_unlock();
+			cond_resched();
+			rcu_read_lock();
+			css_put(css);
+		}
+	}
+	rcu_read_unlock();
+	ret = 0;
+out:
+	kfree(r.path);
+	kvfree(r.keys);
+	cge_snap_put(r.s);
+	return ret;
+}
