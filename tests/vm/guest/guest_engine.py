@@ -402,6 +402,67 @@ def s_readdir(ctx):
             'early_removed': len(removed_at), **churned}
 
 
+# energy.tree's lines: the key/value lines before 'path', then the rows.
+def parse_tree(text):
+    lines = text.splitlines()
+    at = next(i for i, ln in enumerate(lines) if ln.startswith('path '))
+    keys = lines[at].split()[1:]
+    rows = [ln.split(' ') for ln in lines[at + 1:]]
+    return {'head': dict(ln.split(' ', 1) for ln in lines[:at]),
+            'keys': keys, 'paths': [r[0] for r in rows],
+            'rows': {r[0]: dict(zip(keys, map(int, r[1:]))) for r in rows},
+            'widths': sorted({len(r) for r in rows})}
+
+
+TREE_NAMES = ['tree/a/energy.stat/deep', 'tree/sp ace', 'tree/back\\slash',
+              'tree/ta\tb', 'tree/idle/x']
+
+
+def s_tree(ctx):
+    """energy.tree beside a walk of the same mount: a child cgroup named
+    energy.stat (the file keeps the name; the tree lists the cgroup), names
+    that need escapes, the mount's options in /proc/mounts, a namespace's
+    mount, an unprivileged reader. The cgroups under tree/ are idle from
+    the settle() on, so their counters do not move between the reads."""
+    mkcg(*TREE_NAMES)
+    W.run('tree/a/energy.stat/deep', 'busy', 0.3)
+    settle()
+    tree = parse_tree((EN / 'energy.tree').read_text())
+    walk = {}
+    for d, dirs, files in os.walk(EN):
+        rel = '/' + os.path.relpath(d, EN) if d != str(EN) else '/'
+        if rel.startswith('/tree'):
+            walk[rel] = kv(Path(d) / 'energy.stat')
+        else:
+            walk[rel] = None
+    deep = CG / 'tree/a/energy.stat/deep'
+    a_list = os.listdir(EN / 'tree/a')
+    a_file = (EN / 'tree/a/energy.stat').read_text()
+    nobody = 'setpriv --reuid=65534 --regid=65534 --clear-groups'
+    denied = sh(f'{nobody} cat {EN}/energy.tree', check=False)
+    opts = []
+    sh('mount -t cgroup_energy -o uid=65534,gid=65534,mode=0444 none /mnt')
+    for remount in ('', 'remount,mode=0440,uid=0'):
+        if remount:
+            sh(f'mount -o {remount} /mnt')
+        opts += [ln.split()[3] for ln in
+                 Path('/proc/mounts').read_text().splitlines()
+                 if ln.split()[1] == '/mnt']
+    sh('umount /mnt')
+    opts.append(next(ln.split()[3] for ln in
+                     Path('/proc/mounts').read_text().splitlines()
+                     if ln.split()[1] == str(EN)))
+    ns = sh(f"sh -c 'echo $$ > {CG}/tree/a/cgroup.procs; exec unshare -Cm "
+            f"sh -c \"mount -t cgroup_energy none /mnt && "
+            f"cat /mnt/energy.tree\"'", check=False)
+    return {'tree': tree, 'walk': walk, 'a_list': a_list,
+            'a_file_keys': [ln.split()[0] for ln in a_file.splitlines()],
+            'deep_cpu_stat': kv(deep / 'cpu.stat')['usage_usec'],
+            'denied_rc': denied.returncode, 'denied_err': denied.stderr,
+            'opts': opts, 'ns_rc': ns.returncode, 'ns_err': ns.stderr,
+            'ns': parse_tree(ns.stdout) if ns.returncode == 0 else None}
+
+
 def s_bad_input(ctx):
     out = {'params': {}, 'mounts': {}}
     for name, val in [('interval_ms', 0), ('interval_ms', 9),
@@ -738,7 +799,7 @@ if __name__ == '__main__':
            'cgwork': CGWORK}
     scenarios([s_drain_base, s_load_params, s_load, s_equal_pinned, s_twice,
                s_parent_sum, s_removed_child, s_removed_tree, s_overflow, s_permissions,
-               s_namespace, s_view, s_readdir, s_bad_input, s_churn, s_hotplug, s_suspend, s_quiet,
+               s_namespace, s_view, s_readdir, s_tree, s_bad_input, s_churn, s_hotplug, s_suspend, s_quiet,
                s_systime,
                s_conservation,
                s_energystat, s_live_view, s_drain, s_unload], ctx,
