@@ -350,9 +350,17 @@ out:
 	return 0;
 }
 
+/*
+ * The directory's inode holds its cgroup while the file is open (an open
+ * file pins its dentry, and that its parent): a removed cgroup's file
+ * reads its last totals until the record is freed, then -ENODEV.
+ */
 static int cge_stat_seq(struct seq_file *m, void *v)
 {
-	return cge_stat_show(m, (u64)(uintptr_t)m->private);
+	struct inode *dir = d_inode(m->file->f_path.dentry->d_parent);
+
+	return cge_stat_show(m, (u64)(uintptr_t)m->private,
+			     cge_cgroup_online(cge_dir_cgroup(dir)));
 }
 
 static int cge_stat_open(struct inode *inode, struct file *file)

@@ -93,10 +93,12 @@ static void cge_counters_show(struct seq_file *m, const char *prefix,
  * cge_stat_show() - energy.stat of cgroup @cgid
  * @m: the file
  * @cgid: the cgroup; the root's file also carries the root-only keys
+ * @online: the cgroup is not removed; one without a record reads zeros
+ *	(it never ran a task), a removed one without a record is gone
  *
- * Return: 0.
+ * Return: 0, or -ENODEV for a removed cgroup whose record was freed.
  */
-int cge_stat_show(struct seq_file *m, u64 cgid)
+int cge_stat_show(struct seq_file *m, u64 cgid, bool online)
 {
 	unsigned long domains = cge_sampler_source()->domains();
 	bool root = cgid == cge_root_cgid();
@@ -108,6 +110,10 @@ int cge_stat_show(struct seq_file *m, u64 cgid)
 	/* One lock hold: the root's keys agree with each other exactly. */
 	mutex_lock(&cge_lock);
 	if (!cge_cgstate_read_locked(cgid, &st, &own)) {
+		if (!online) {
+			mutex_unlock(&cge_lock);
+			return -ENODEV;
+		}
 		memset(&st, 0, sizeof(st));
 		memset(&own, 0, sizeof(own));
 	}

@@ -20,7 +20,7 @@ void cge_stat_keys(struct seq_file *m, const char *prefix,
 		   unsigned long domains);
 void cge_stat_values(struct seq_file *m, const struct cge_stat *st,
 		     unsigned long domains);
-int cge_stat_show(struct seq_file *m, u64 cgid);
+int cge_stat_show(struct seq_file *m, u64 cgid, bool online);
 int cge_info_show(struct seq_file *m, bool host);
 
 #endif /* CGE_STAT_H */

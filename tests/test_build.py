@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0
 """The build: warning-free with W=1 on Debian's 6.1 and 6.12 headers, a clear
 message without headers, the tool builds without kernel headers."""
+import os
 import re
 import shutil
 import subprocess
@@ -167,3 +168,24 @@ def test_no_version_checks_outside_compat():
     for f in sorted((REPO / 'kmod').glob('*.[ch]')):
         if f.name != 'compat.h':
             assert 'LINUX_VERSION_CODE' not in f.read_text(), f
+
+
+def test_test_builds_only_from_the_command_line(tmp_path):
+    """CGE_SELFTIME and CGE_EMU left in the environment (a DKMS build run
+    from a benchmark's shell) build the production module: no self-timing
+    probe, no emulated RAPL."""
+    k = kernels.kernel('6.1')
+    for n in ('Kbuild', 'kmod', 'include', 'tests/emu'):
+        src = REPO / n
+        shutil.copytree(src, tmp_path / n) if src.is_dir() else \
+            shutil.copy(src, tmp_path / n)
+    env = {**os.environ, 'CGE_SELFTIME': 'y', 'CGE_EMU': 'y'}
+    r = subprocess.run(['make', '-C', str(k.kdir), f'M={tmp_path}', '-j2',
+                        *k.make_vars, 'modules'], capture_output=True,
+                       text=True, env=env)
+    assert r.returncode == 0, (r.stdout + r.stderr)[-4000:]
+    nm = subprocess.run(['nm', str(tmp_path / 'cgroup_energy.ko')],
+                        capture_output=True, text=True, check=True).stdout
+    syms = {f[-1] for f in (ln.split() for ln in nm.splitlines()) if f}
+    assert 'cge_selftime' not in syms
+    assert not any(s.startswith('__param_emu_') for s in syms), syms

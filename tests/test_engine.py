@@ -177,6 +177,16 @@ def test_removed_child_energy_stays_in_parent(res):
     assert r['records_after'] < r['records_before'], r     # its record freed
 
 
+def test_held_energy_stat_of_a_removed_cgroup(res):
+    """An energy.stat held open reads the removed cgroup's last counters
+    until its record is freed, then ENODEV (not zeros)."""
+    r = ok(res, 's_removed_child')
+    held = dict(ln.split(' ') for ln in r['held_removed'].splitlines())
+    for k in ('usage_usec', 'energy_uj', 'wakeups', 'impact_usec'):
+        assert int(held[k]) == r['child'][k], (k, r)
+    assert r['held_reaped'] == 'ENODEV', r
+
+
 def test_removed_tree_charged_to_nearest_live_ancestor(res):
     r = ok(res, 's_removed_tree')
     assert r['samples_between'] == 0, r       # premise: one drain for all

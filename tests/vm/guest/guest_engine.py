@@ -152,9 +152,17 @@ def s_removed_child(ctx):
     snap = snapshot(['rmp', 'rmp/c'])
     before, child = snap['stat']['rmp'], snap['stat']['rmp/c']
     recs = snap['info']['records']
+    held = os.open(EN / 'rmp/c/energy.stat', os.O_RDONLY)
     os.rmdir(CG / 'rmp/c')
+    removed = os.pread(held, 65536, 0).decode()
     end, reap_s = wait_records(recs - 1)
+    try:
+        reaped = os.pread(held, 65536, 0).decode()
+    except OSError as e:
+        reaped = errno.errorcode[e.errno]
+    os.close(held)
     return {'before': before, 'child': child, 'after': stat('rmp'),
+            'held_removed': removed, 'held_reaped': reaped,
             'listed': os.listdir(EN / 'rmp'), 'reap_seconds': reap_s,
             'records_before': recs, 'records_after': end['records']}
 
