@@ -17,6 +17,7 @@
 #include <linux/cgroup.h>
 #include <linux/bitops.h>
 #include <linux/overflow.h>
+#include <linux/sched.h>
 
 #include "compat.h"
 #include "cgstate.h"
@@ -400,6 +401,8 @@ void cge_cgstate_reap(void)
 		cge_rec_free(rec);
 	}
 	list_for_each_entry_safe(rec, tmp, &cge_all, all) {
+		/* a long list: let others run (no RCU section is held here) */
+		cond_resched();
 		if (rec == cge_root || !hlist_empty(&rec->children) ||
 		    cge_cgroup_online(rec->cgrp))
 			continue;
