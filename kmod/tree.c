@@ -20,7 +20,6 @@
 #include <linux/bsearch.h>
 
 #include "cgroup_energy.h"
-#include "compat.h"
 #include "tree.h"
 #include "snap.h"
 #include "cgstate.h"
@@ -157,6 +156,9 @@ int cge_tree_show(struct seq_file *m, struct cgroup *root, bool host)
 	css_for_each_descendant_pre(css, &root->self) {
 		if (css == &root->self || cge_cgroup_shown(css->cgroup))
 			cge_tree_line(m, &r, css->cgroup, root);
+		/* seq_read() calls again with a larger buffer */
+		if (seq_has_overflowed(m))
+			break;
 		/*
 		 * The walk goes on from a css it holds (css_next_descendant_pre()
 		 * needs it accessible, not under one RCU section): let others run.
