@@ -28,7 +28,7 @@
 static struct cge_snap __rcu *cge_snap_cur;
 static DECLARE_WAIT_QUEUE_HEAD(cge_snap_wq);
 static bool cge_snap_wanted;
-/* Samples taken, and the sample of the snapshot last published. */
+/* Samples taken (energy.info's), and that of the snapshot last published. */
 static u64 cge_snap_samples;
 static u64 cge_snap_sample;
 /* The last sample's interval end, for the power averages. cge_lock. */
@@ -89,19 +89,20 @@ static int cge_snap_publish_locked(void)
 
 /**
  * cge_snap_sampled() - a sample is done: publish a snapshot if one is wanted
+ * @sample: the number of samples taken, this one included (energy.info's)
  * @at_ns: the sample's interval end, where its power averages stand
  *
  * Called by the sampler with cge_lock held, at the end of every sample.
  *
  * Return: false if a snapshot was wanted and could not be allocated.
  */
-bool cge_snap_sampled(u64 at_ns)
+bool cge_snap_sampled(u64 sample, u64 at_ns)
 {
-	bool ok = true;
+	bool ok;
 
 	lockdep_assert_held(&cge_lock);
 	cge_snap_at_ns = at_ns;
-	WRITE_ONCE(cge_snap_samples, cge_snap_samples + 1);
+	WRITE_ONCE(cge_snap_samples, sample);
 	if (!READ_ONCE(cge_snap_wanted))
 		return true;
 	WRITE_ONCE(cge_snap_wanted, false);

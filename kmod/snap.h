@@ -15,14 +15,14 @@
 struct cge_snap {
 	struct kref ref;
 	struct rcu_head rcu;
-	u64 sample;			/* the number of samples taken by then */
+	u64 sample;			/* energy.info's samples by then */
 	u64 at_ns;			/* that sample's interval end */
 	struct cge_root_stat rs;
 	unsigned int nr;
 	struct cge_rec_copy rec[];
 };
 
-bool cge_snap_sampled(u64 at_ns);
+bool cge_snap_sampled(u64 sample, u64 at_ns);
 struct cge_snap *cge_snap_fresh(void);
 void cge_snap_put(struct cge_snap *s);
 void cge_snap_exit(void);
