@@ -1350,7 +1350,10 @@ VALGRIND = ["valgrind", "-q", "--error-exitcode=1", "--leak-check=full",
     (["/system.slice", "/sys/fs/cgroup/system.slice/db.service"], 0),
     (["--json", "-d", "0.2", "-n", "2"], 0), (["-b", "-d", "0.2", "-n", "2"], 0), (["-1", "-d", "0.2"], 0),
     (["/nope", "/user.slice"], 1), (["MALFORMED"], 1), (["--bogus"], 2),
-    (["--help"], 0),
+    (["--help"], 0), (["TREE", "--json"], 0),
+    (["TREE", "-d", "0.2", "-n", "2", "--depth", "1", "/user.slice"], 0),
+    (["TREE", "/energy.stat", "/system.slice/energy.stat"], 0),
+    (["BADTREE"], 2),
 ])
 def test_valgrind(tool, tree, tmp_path, args, rc):
     need.need("valgrind", "valgrind")
@@ -1358,6 +1361,16 @@ def test_valgrind(tool, tree, tmp_path, args, rc):
         tree.write("/user.slice", "usage_usec 1\nenergy_uj 99999999999999999999\n")
         tree.write("/system.slice", b"\xff\x00" * 100)
         os.symlink("..", os.path.join(tree.path, "system.slice", "loop"))
+        args = []
+    if args[:1] == ["TREE"]:    # energy.tree, cgroups named like files
+        tree.add_hidden("/energy.stat", energy_uj=1)
+        tree.add_hidden("/system.slice/energy.stat", energy_uj=1)
+        tree.tree_file = True
+        tree.changed()
+        args = args[1:]
+    if args == ["BADTREE"]:
+        tree.write_tree("path usage_usec energy_uj wakeups impact_usec\n"
+                        "/ 1 2 3 4\n/a\\999 1 2 3 4\n")
         args = []
     r = subprocess.run(VALGRIND + [tool, "--root", tree.path, *args],
                        capture_output=True, text=True, timeout=120)
@@ -1792,3 +1805,434 @@ def test_top_ctrl_z_and_fg(tool, top_tree, tmp_path):
     finally:
         subprocess.run(["tmux", "-S", sock, "kill-server"],
                        capture_output=True, timeout=20)
+
+
+# ---- energy.tree: every cgroup from one read --------------------------------
+
+MODULE_KEYS = ("usage_usec", "energy_uj", "wakeups", "impact_usec",
+               "package_uj", "dram_uj")
+# own_ values (usage, energy, wakeups, impact, package, dram) per cgroup
+MODULE_OWN = {
+    "/": (1_000, 2_000, 3, 4_000, 1_500, 500),
+    "/system.slice": (10, 20, 1, 30, 15, 5),
+    "/system.slice/my app.service": (2_000_000, 3_000_000, 40, 2_500_000,
+                                     2_400_000, 600_000),
+    "/system.slice/docker-" + "ab" * 32 + ".scope": (500_000, 700_000, 7,
+                                                     650_000, 600_000,
+                                                     100_000),
+    "/user.slice": (0, 0, 0, 0, 0, 0),
+    "/user.slice/user-1000.slice": (1_000_000, 1_250_000, 90, 1_100_000,
+                                    1_000_000, 250_000),
+    "/user.slice/user-1000.slice/session-1.scope": (300_000, 400_000, 12,
+                                                    350_000, 300_000,
+                                                    100_000),
+    "/idle.slice": (0, 0, 0, 0, 0, 0),        # never ran a task: zeros
+}
+
+
+def module_stat(path, own, hidden=None):
+    """energy.stat values as the module writes them, for the cgroups of own
+    (path -> own_ values) and the hidden ones: the counters (own_ plus
+    the children's), the power averages, the own_ keys; the root's keys."""
+    hidden = hidden or {}
+    below = [p for p in list(own) + list(hidden)
+             if p.startswith(path.rstrip("/") + "/") and p != path]
+    total = [sum(own.get(p, hidden.get(p, (0,) * 6))[i]
+                 for p in [path, *below]) for i in range(6)]
+    values = dict(zip(MODULE_KEYS, total))
+    values.update(power_avg10_mw=total[1] // 1000, power_avg60_mw=7,
+                  power_avg300_mw=3)
+    values.update(("own_" + k, v) for k, v in
+                  zip(MODULE_KEYS, own.get(path, hidden.get(path))))
+    if path == "/":
+        values.update(root_keys(values["energy_uj"], idle_uj=5_000_000,
+                                idle_usec=9_000_000, irq_uj=1_000,
+                                irq_usec=2_000, softirq_uj=3_000,
+                                softirq_usec=4_000))
+    return values
+
+
+def module_tree(root, hidden=None, tree_file=True):
+    """A tree as a module with energy.tree shows it: each energy.stat with
+    the domains, power averages and own_ keys; hidden: {path: own_ values}
+    of cgroups named like a file of their directory, in energy.tree only."""
+    hidden = hidden or {}
+    t = Tree(root, info={"version": "0.1.0", "source": "rapl",
+                         "domains": "package dram", "split": "impact",
+                         "interval_ms": 100, "last_sample_ns": 10**12,
+                         "samples": 42})
+    for path in MODULE_OWN:
+        values = module_stat(path, MODULE_OWN, hidden)
+        t.write(path, stat_text(values))
+    for path in hidden:
+        t.hidden[path.encode()] = module_stat(path, MODULE_OWN, hidden)
+    t.tree_file = tree_file
+    t.changed()
+    return t
+
+
+def tree_text_of(t):
+    with open(os.path.join(t.path, "energy.tree"), "rb") as f:
+        return f.read()
+
+
+def same_output(r):
+    """Output to compare between a walk and energy.tree: JSON documents
+    without their timestamps and wall-clock intervals, Prometheus text
+    without the age of the module's sample (the clock at the read)."""
+    if not r.out.startswith("{"):
+        return re.sub(r"(?m)^(cgroup_energy_last_sample_age_seconds) .*$",
+                      r"\1 AGE", r.out)
+    docs = [json.loads(line) for line in r.out.splitlines()]
+    for d in docs:
+        d.pop("timestamp_ns")
+        if d.get("clock") == "wall":
+            d.pop("interval_s")
+    return docs
+
+
+@pytest.fixture(params=["module", "plain"])
+def both_trees(request, tree, tmp_path):
+    """A module's tree with energy.tree (own_ keys, domains, power), and the
+    plain fixture tree with an energy.tree made from its files."""
+    if request.param == "module":
+        return module_tree(tmp_path / "mod")
+    tree.tree_file = True
+    tree.changed()
+    return tree
+
+
+@pytest.mark.parametrize("args", [
+    [], ["--raw", "-s", "path"], ["--depth", "1"], ["--depth", "0"],
+    ["-s", "cpu", "--depth", "5"], ["--json"], ["--json", "--depth", "1"],
+    ["--prometheus"], ["--prometheus", "--hierarchical"],
+    ["--prometheus", "--depth", "1"],
+    ["--prometheus", "--include", "/system.slice.*", "--exclude", ".*scope"],
+    ["/system.slice"], ["--json", "/user.slice", "/sys/fs/cgroup/user.slice/"
+                        "user-1000.slice", "/system.slice"],
+    ["--prometheus", "--depth", "1", "/user.slice", "/"],
+    ["--json", "-d", "0.1", "-n", "2"], ["-b", "-d", "0.1", "-n", "2"],
+], ids=lambda a: " ".join(a) or "table")
+def test_tree_file_output_same_as_walk(tool, both_trees, args):
+    """Every output mode: the same from energy.tree as from the walk of
+    the same values (JSON less its timestamps)."""
+    t = both_trees
+    from_tree = run(tool, "--root", t.path, *args)
+    assert b"\npath usage_usec energy_uj " in tree_text_of(t)
+    t.drop_tree()
+    walked = run(tool, "--root", t.path, *args)
+    assert (from_tree.returncode, from_tree.err) == (walked.returncode,
+                                                       walked.err)
+    assert from_tree.returncode == 0, from_tree.err
+    assert same_output(from_tree) == same_output(walked)
+
+
+def test_tree_file_colliding_names(tool, tmp_path):
+    """Cgroups named energy.stat (anywhere), energy.info or energy.tree (at
+    the root): no directory in the mount, their counters in energy.tree
+    only; shown with their paths, nothing opened below them."""
+    hidden = {"/system.slice/energy.stat": (100, 200, 3, 400, 150, 50),
+              "/energy.info": (1, 2, 3, 4, 1, 1),
+              "/energy.tree": (5, 6, 7, 8, 3, 3),
+              "/energy.stat": (9, 10, 11, 12, 5, 5)}
+    t = module_tree(tmp_path / "mod", hidden=hidden)
+    doc = json.loads(run(tool, "--root", t.path, "--json", check_rc=0).out)
+    c = {c["path"]: c for c in doc["cgroups"]}
+    for path, own in hidden.items():
+        assert c[path]["stat"]["energy_uj"] == own[1], path
+        assert c[path]["own"]["energy_uj"] == own[1], path
+    # a parent's own value leaves the hidden child's out: the sum adds up
+    assert sum(x["own"]["energy_uj"] for x in doc["cgroups"]) == \
+        c["/"]["stat"]["energy_uj"]
+    r = run(tool, "--root", t.path, "--raw", "-s", "path", check_rc=0)
+    assert r.err == ""
+    assert list(rowmap(r.out))[:5] == ["/", "/energy.info", "/energy.stat",
+                                       "/energy.tree", "/idle.slice"]
+    assert "/system.slice/energy.stat" in rowmap(r.out)
+    prom = run(tool, "--root", t.path, "--prometheus", check_rc=0).out
+    assert ('cgroup_energy_joules_total{cgroup="/system.slice/energy.stat",'
+            'unit="system.slice"} 0.0002\n') in prom
+    promtool_check(prom)
+    # as a PATH: found in energy.tree, though the mount has a file there
+    for arg in ("/system.slice/energy.stat", "/energy.tree"):
+        r = run(tool, "--root", t.path, "--raw", arg, check_rc=0)
+        assert list(rowmap(r.out)) == [arg] and r.err == ""
+    # the walk cannot see them (an older module): the same PATH is unknown
+    t.drop_tree()
+    r = run(tool, "--root", t.path, "/system.slice/energy.stat", check_rc=2)
+    assert "unknown cgroup /system.slice/energy.stat" in r.err
+
+
+TREE_NAMES = [b"/my app.service", b"/tab\there", b"/new\nline",
+              b"/back\\slash", b"/octal\\040text",
+              b"/caf\xc3\xa9 \xe2\x98\x95", b"/bad\xff\xfename", b"/  ",
+              b"/cr\rhere",
+              b"/my app.service/a \\ b\t\n.scope"]
+
+
+def test_tree_file_names_round_trip(tool, tmp_path):
+    """Space, tab, newline and backslash escaped in energy.tree come back
+    as the names the walk reads, in every output."""
+    t = Tree(tmp_path / "ce", info={"source": "model"}, tree_file=True)
+    t.add("/", energy_uj=100_000_000, **root_keys(100_000_000))
+    for i, name in enumerate(TREE_NAMES):
+        t.add(name, energy_uj=(i + 1) * 1_000_000)
+    text = tree_text_of(t)
+    assert b"/my\\040app.service/a\\040\\134\\040b\\011\\012.scope " in text
+    assert b"/octal\\134040text " in text
+    doc = json.loads(run(tool, "--root", t.path, "--json", check_rc=0).out)
+    got = {c["path"]: c["stat"]["energy_uj"] for c in doc["cgroups"]}
+    for i, name in enumerate(TREE_NAMES):
+        shown = name.decode("utf-8", "backslashreplace")
+        assert got[shown] == (i + 1) * 1_000_000, shown
+    outs = [run(tool, "--root", t.path, *a, check_rc=0)
+            for a in ([], ["--json"], ["--prometheus"])]
+    promtool_check(outs[2].out)
+    t.drop_tree()
+    for a, out in zip(([], ["--json"], ["--prometheus"]), outs):
+        assert same_output(out) == same_output(
+            run(tool, "--root", t.path, *a, check_rc=0))
+
+
+COLS = "path usage_usec energy_uj wakeups impact_usec\n"
+
+
+@pytest.mark.parametrize("text,line,msg", [
+    ("", 0, "empty file"),
+    ("sample 1\n", 0, "no 'path' line naming the columns"),
+    ("sample x\n" + COLS + "/ 1 2 3 4\n", 1,
+     "expected 'key value' with an unsigned integer value"),
+    ("sample 1\nsample 2\n" + COLS + "/ 1 2 3 4\n", 2, "duplicate key sample"),
+    ("sample 1\ntotal_uj 1\ntotal_uj 2\n" + COLS + "/ 1 2 3 4\n", 3,
+     "duplicate key total_uj"),
+    (b"sample 1\n\x00\x01\n" + COLS.encode() + b"/ 1 2 3 4\n", 2,
+     "binary data"),
+    ("sample 1\npath usage_usec energy_uj wakeups\n/ 1 2 3\n", 2,
+     "missing key impact_usec"),
+    ("path usage_usec energy_uj energy_uj wakeups impact_usec\n/ 1 2 3 4 5\n",
+     1, "duplicate key energy_uj"),
+    ("path usage_usec Energy_uj wakeups impact_usec\n/ 1 2 3 4\n", 1,
+     "expected 'path' and energy.stat keys"),
+    (COLS + "/ 1 2 3\n", 2, "expected the path and 4 values, found 3 values"),
+    (COLS + "/ 1 2 3 4\n/a 1 2 3 4 5\n", 3,
+     "expected the path and 4 values, found 5 values"),
+    (COLS + "/\n", 2, "expected the path and 4 values, found 0 values"),
+    (COLS + "/ 1 2 x 4\n", 2, "wakeups: expected an unsigned integer value"),
+    (COLS + "/ 1 2 3 -4\n", 2, "impact_usec: expected an unsigned integer"),
+    (COLS + "/ 1 2 3 4.5\n", 2, "impact_usec: expected an unsigned integer"),
+    (COLS + "/ 1 18446744073709551616 3 4\n", 2,
+     "energy_uj: value out of range (above 18446744073709551615)"),
+    (COLS + "/ 1 2 3 4\n/a\\041b 1 2 3 4\n", 3,
+     "bad escape in the path: \\041 (only \\040, \\011, \\012 and \\134)"),
+    (COLS + "/ 1 2 3 4\n/a\\04 1 2 3 4\n", 3,
+     "bad escape in the path: a backslash not followed by 3 octal digits"),
+    (COLS + "/ 1 2 3 4\n/a\\ 1 2 3 4\n", 3, "bad escape in the path"),
+    (COLS + "/ 1 2 3 4\n/a\\800 1 2 3 4\n", 3, "bad escape in the path"),
+    (COLS + "/ 1 2 3 4\na 1 2 3 4\n", 3,
+     "expected a path from '/' at the start of the line"),
+    (COLS + "/ 1 2 3 4\n/a/../b 1 2 3 4\n", 3,
+     "bad path: an empty, '.' or '..' name"),
+    (COLS + "/ 1 2 3 4\n/a// 1 2 3 4\n", 3, "bad path"),
+    (COLS + "/ 1 2 3 4\n/a 1 2 3 4\n/a 1 2 3 4\n", 4,
+     "cgroup /a listed twice (lines 3 and 4)"),
+    (COLS + "/ 1 2 3 4\n/a/b 1 2 3 4\n/a 1 2 3 4\n", 3,
+     "cgroup /a/b before its parent's line"),
+    (COLS + "/a 1 2 3 4\n", 0, "no line for the root, /"),
+    (COLS, 0, "no line for the root, /"),
+])
+def test_tree_file_malformed(tool, tree, text, line, msg):
+    """A malformed energy.tree: nothing shown, the file and line named."""
+    tree.write_tree(text)
+    for args in ([], ["--json"], ["--prometheus"]):
+        r = run(tool, "--root", tree.path, *args, check_rc=2)
+        assert r.out == ""
+        f = os.path.join(tree.path, "energy.tree")
+        where = f"{f}:{line}: " if line else f"{f}: "
+        assert r.err.startswith("energystat: " + where), r.err
+        assert msg in r.err and len(r.err.splitlines()) == 1, r.err
+
+
+def test_tree_file_lenient_forms(tool, tree):
+    """Unknown keys and columns (a newer module), tabs and runs of blanks,
+    no final newline, a header without sample, empty lines."""
+    tree.write_tree("future 1\n\npath\tusage_usec energy_uj  future_col "
+                    "wakeups impact_usec own_future\n/ 1 2000000 9 3 4 5\n\n"
+                    "/user.slice\t5  1500000\t7 2 3 1")
+    r = run(tool, "--root", tree.path, "--raw", "-s", "path", check_rc=0)
+    assert rowmap(r.out) == {"/": ["2.000", "0.000", "3", "0.000"],
+                             "/user.slice": ["1.500", "0.000", "2", "0.000"]}
+
+
+def test_tree_file_used_when_present_walk_without(tool, tree):
+    """energy.tree, when the root has one, is what is shown; without it
+    (an older module) the walk reads the energy.stat files."""
+    tree.write_tree(COLS.replace("path", "sample 1\ntotal_uj 7\npath") +
+                    "/ 1 9000000 3 4\n/only.in.tree 1 8000000 3 4\n")
+    r = run(tool, "--root", tree.path, "--raw", check_rc=0)
+    assert rowmap(r.out) == {"/": ["9.000", "0.000", "3", "0.000"],
+                             "/only.in.tree": ["8.000", "0.000", "3", "0.000"]}
+    doc = json.loads(run(tool, "--root", tree.path, "--json", check_rc=0).out)
+    assert doc["cgroups"][0]["stat"] == {"usage_usec": 1, "energy_uj": 9000000,
+                                         "wakeups": 3, "impact_usec": 4,
+                                         "total_uj": 7}
+    tree.drop_tree()
+    r = run(tool, "--root", tree.path, "--raw", check_rc=0)
+    assert len(rowmap(r.out)) == 6 and "/only.in.tree" not in rowmap(r.out)
+    assert rowmap(r.out)["/"] == ["10.000", "8.000", "1000", "9.000"]
+    # an older module's cgroup named energy.tree: a directory, walked
+    tree.add("/energy.tree", energy_uj=1_000_000)
+    r = run(tool, "--root", tree.path, "--raw", check_rc=0)
+    assert rowmap(r.out)["/energy.tree"][0] == "1.000" and r.err == ""
+
+
+def test_tree_file_not_a_regular_file(tool, tree):
+    os.mkfifo(os.path.join(tree.path, "energy.tree"))
+    r = run(tool, "--root", tree.path, check_rc=2, timeout=10)
+    assert r.err == (f"energystat: {tree.path} is not a cgroup_energy tree "
+                     f"({tree.path}/energy.tree is not a regular file)\n")
+
+
+def test_tree_file_permission_denied(tool, public_tree):
+    """energy.tree unreadable: the words of an unreadable energy.stat."""
+    t = public_tree
+    t.write_tree()
+    os.chmod(os.path.join(t.path, "energy.stat"), 0o444)
+    os.chmod(os.path.join(t.path, "energy.tree"), 0o440)
+    r = run(nobody_tool(tool), "--root", t.path, check_rc=2,
+            preexec_fn=as_nobody)
+    assert r.out == ""
+    assert r.err == (f"energystat: permission denied reading {t.path}/"
+                     "energy.tree: run as root, or have root mount the tree "
+                     "with -o gid=<group>,mode=0440 and join that group\n")
+    os.chmod(os.path.join(t.path, "energy.tree"), 0o444)
+    r = run(tool, "--root", t.path, "--raw", check_rc=0, preexec_fn=as_nobody)
+    assert list(rowmap(r.out)) == ["/", "/a.slice", "/b.slice"]
+
+
+def test_tree_file_deeper_than_the_walk(tool, tmp_path):
+    """No directory is opened: energy.tree's levels are all shown, where
+    the walk stops at 256."""
+    t = Tree(tmp_path / "ce")
+    t.add("/", energy_uj=1)
+    p = ""
+    for i in range(300):
+        p += "/d"
+        t.add(p, energy_uj=i)
+    t.write_tree()
+    r = run(tool, "--root", t.path, "--depth", "300", check_rc=0, timeout=20,
+            env=dict(os.environ, COLUMNS="1000"))
+    assert len(rowmap(r.out)) == 301 and r.err == ""
+
+
+def test_tree_file_live_module_clock(tool, tmp_path):
+    """Live mode from energy.tree: energy.info (read after it, its samples
+    the tree's sample) gives the module's clock; rates exact."""
+    t = module_tree(tmp_path / "mod")
+    ns, info = 10**12, dict(t.info)
+    live = Live(tool, "--root", t.path, "--json", "-d", "0.5", "-n", "2")
+    for step in (1, 2):
+        own = dict(MODULE_OWN)
+        e = list(own["/system.slice/my app.service"])
+        e[1] += step * 1_000_000
+        own["/system.slice/my app.service"] = tuple(e)
+        for path in ("/system.slice/my app.service", "/system.slice", "/"):
+            values = module_stat(path, own)
+            t.tree_file = False
+            t.write(path, stat_text(values))
+        info.update(last_sample_ns=ns + step * 500_000_000,
+                    samples=42 + step)
+        t.tree_file = True
+        t.set_info(info)
+        doc = live.doc()
+        assert doc["clock"] == "module" and doc["reset"] is False
+        assert doc["interval_s"] == pytest.approx(0.5, abs=1e-9)
+        r = rates(doc)
+        assert r["/system.slice/my app.service"]["power_w"] == \
+            pytest.approx(2.0)
+        assert r["/"]["power_w"] == pytest.approx(2.0)
+    rc, rest, err = live.finish()
+    assert (rc, rest, err) == (0, "", "")
+
+
+def scrape_once(tool, root):
+    """One GET /metrics of energystat --listen on the tree at root."""
+    import http.client
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    p = subprocess.Popen([tool, "--root", root, "--listen",
+                          f"127.0.0.1:{port}"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        line = p.stderr.readline()
+        assert line == f"energystat: serving /metrics on 127.0.0.1:{port}\n"
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        c.request("GET", "/metrics")
+        r = c.getresponse()
+        assert r.status == 200
+        body = r.read().decode()
+        c.close()
+    finally:
+        p.terminate()
+        p.wait(timeout=10)
+    # what two reads of one tree do not share: the clock's
+    return re.sub(r"(?m)^(cgroup_energy_last_sample_age_seconds|energystat_"
+                  r"scrape_duration_seconds) .*$", r"\1 X", body)
+
+
+def test_tree_file_exporter_same_as_walk(tool, both_trees):
+    """--listen: the same /metrics from energy.tree as from the walk."""
+    t = both_trees
+    from_tree = scrape_once(tool, t.path)
+    assert "cgroup_energy_up 1\n" in from_tree
+    t.drop_tree()
+    assert from_tree == scrape_once(tool, t.path)
+
+
+def test_tree_file_live_view_same_as_walk(tool, tmp_path):
+    """The interactive live view's first screen: the same from energy.tree
+    as from the walk."""
+    t = module_tree(tmp_path / "mod")
+    screens = []
+    for run_dir in ("with", "without"):
+        (tmp_path / run_dir).mkdir()
+        tm = Tmux(tmp_path / run_dir, 120, 30, [tool, "--root", t.path,
+                                                "-d", "30"])
+        try:
+            tm.wait(lambda s: "/idle.slice" in s, "no first screen")
+            time.sleep(0.3)
+            screens.append(tm.screen())
+            tm.keys("q")
+            assert tm.finish()[0] == "0"
+        finally:
+            tm.close()
+        t.drop_tree()
+    assert "/system.slice/my app.service" in screens[0]
+    assert screens[0] == screens[1]
+
+
+def opens_of(tool, root, name, *args):
+    """The tool's exit status and how often it opened root/name (strace)."""
+    if not shutil.which("strace"):
+        need.missing("strace (Debian package strace)")
+    r = subprocess.run(["strace", "-f", "-qq", "-e", "trace=open,openat",
+                        tool, "--root", root, *args], capture_output=True,
+                       text=True, timeout=30)
+    return r.returncode, r.stderr.count(f'{root}/{name}"')
+
+
+def test_tree_file_one_read_per_sample(tool, tmp_path):
+    """One read of energy.tree per sample, no walk (only the root's
+    energy.stat, which the check before the first sample reads); when
+    energy.info, read after it, says a later sample (the module sampled in
+    between): read again, up to three times, then the last one shown."""
+    t = module_tree(tmp_path / "mod")
+    assert opens_of(tool, t.path, "energy.tree", "--json") == (0, 1)
+    assert opens_of(tool, t.path, "energy.stat", "--prometheus") == (0, 1)
+    assert opens_of(tool, t.path, "system.slice/energy.stat") == (0, 0)
+    info = dict(t.info, samples=43)      # the tree says 42
+    t.tree_file = False
+    t.set_info(info)
+    assert opens_of(tool, t.path, "energy.tree", "--json") == (0, 3)
+    assert opens_of(tool, t.path, "energy.info", "--json") == (0, 3)

@@ -16,7 +16,8 @@
  *   term.c      the interactive live view's terminal: raw mode, keys
  *   output.c, prom.c  table and JSON; Prometheus text (view.h)
  *   units.c     J, kJ, Wh, kWh and W for the table
- *   tree.c      resolve PATH arguments, walk a tree into a sample
+ *   tree.c      resolve PATH arguments, read a tree into a sample
+ *   treefile.c  parse energy.tree: every cgroup from one module sample
  *   series.c    each cgroup's own share of its counters
  *   names.c     pod, namespace and container names from the runtimes' bundles
  *   workload.c  pods, containers and units from cgroup paths

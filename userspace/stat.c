@@ -58,26 +58,93 @@ static int fail(struct parse_err *pe, unsigned int line, const char *msg)
 	return -1;
 }
 
-/*
- * power_avg10_mw, the module's 10 s average power (a gauge): kept apart
- * from the counters, which rates, JSON and Prometheus go through.
- */
-static int parse_avg10(struct cg_stat *st, uint64_t v, unsigned int lineno,
-		       struct parse_err *pe)
+/* What the energy.stat key k[0..n) names; SK_NONE for a newer module's key. */
+struct stat_key stat_key(const char *k, size_t n)
 {
-	if (st->has_avg10)
-		return fail(pe, lineno, "duplicate key " CGE_KEY_POWER_AVG10_MW);
-	st->avg10_mw = v;
-	st->has_avg10 = true;
+	const size_t plen = strlen(CGE_OWN_PREFIX);
+	struct stat_key sk = { SK_NONE, 0 };
+	bool own = n > plen && memcmp(k, CGE_OWN_PREFIX, plen) == 0;
+	int id;
+
+	if (n == strlen(CGE_KEY_POWER_AVG10_MW) &&
+	    memcmp(k, CGE_KEY_POWER_AVG10_MW, n) == 0) {
+		sk.kind = SK_AVG10;
+		return sk;
+	}
+	id = own ? key_lookup(k + plen, n - plen) : key_lookup(k, n);
+	if (id < 0 || (own && !key_adds_up(id)))
+		return sk;
+	sk.kind = own ? SK_OWN : SK_COUNTER;
+	sk.id = id;
+	return sk;
+}
+
+/*
+ * Store v as key's value in st: power_avg10_mw, the module's 10 s average
+ * power (a gauge), kept apart from the counters, which rates, JSON and
+ * Prometheus go through. Returns 0, or -1 with pe set when st has it already.
+ */
+int stat_store(struct cg_stat *st, struct stat_key key, uint64_t v,
+	       unsigned int lineno, struct parse_err *pe)
+{
+	unsigned int *present = key.kind == SK_OWN ? &st->own_present :
+				&st->present;
+	char msg[64];
+
+	switch (key.kind) {
+	case SK_NONE:
+		return 0;	/* a key from a newer module: ignored */
+	case SK_AVG10:
+		if (st->has_avg10)
+			return fail(pe, lineno,
+				    "duplicate key " CGE_KEY_POWER_AVG10_MW);
+		st->avg10_mw = v;
+		st->has_avg10 = true;
+		return 0;
+	default:
+		break;
+	}
+	if (*present & (1u << key.id)) {
+		snprintf(msg, sizeof(msg), "duplicate key %s%s",
+			 key.kind == SK_OWN ? CGE_OWN_PREFIX : "",
+			 key_table[key.id].name);
+		return fail(pe, lineno, msg);
+	}
+	if (key.kind == SK_OWN)
+		st->own[key.id] = v;
+	else
+		st->v[key.id] = v;
+	*present |= 1u << key.id;
 	return 0;
 }
 
+/*
+ * The decimal number at p[0..n), up to the first byte that is not a digit:
+ * its length (0: no digit), or -1 when it is above 2^64-1.
+ */
+int stat_u64(const char *p, size_t n, uint64_t *v)
+{
+	size_t i = 0;
+
+	*v = 0;
+	while (i < n && p[i] >= '0' && p[i] <= '9') {
+		unsigned int d = (unsigned int)(p[i] - '0');
+
+		if (*v > (UINT64_MAX - d) / 10)
+			return -1;
+		*v = *v * 10 + d;
+		i++;
+	}
+	return (int)i;
+}
+
 /* Parse one "key value" line (no newline). Returns 0, or -1 with pe set. */
-static int parse_line(const char *p, size_t n, unsigned int lineno,
-		      struct cg_stat *st, struct parse_err *pe)
+int stat_line(const char *p, size_t n, unsigned int lineno, struct cg_stat *st,
+	      struct parse_err *pe)
 {
 	size_t i = 0, kstart, klen;
 	uint64_t v = 0;
+	int digits;
 
 	if (n > STAT_MAX_LINE)
 		return fail(pe, lineno, "line too long");
@@ -96,48 +163,35 @@ static int parse_line(const char *p, size_t n, unsigned int lineno,
 		return fail(pe, lineno, "expected 'key value'");
 	while (i < n && (p[i] == ' ' || p[i] == '\t'))
 		i++;
-	if (i == n || p[i] < '0' || p[i] > '9')
+	digits = stat_u64(p + i, n - i, &v);
+	if (digits < 0)
+		return fail(pe, lineno,
+			    "value out of range (above 18446744073709551615)");
+	if (digits == 0)
 		return fail(pe, lineno,
 			    "expected 'key value' with an unsigned integer value");
-	while (i < n && p[i] >= '0' && p[i] <= '9') {
-		unsigned int d = (unsigned int)(p[i] - '0');
-
-		if (v > (UINT64_MAX - d) / 10)
-			return fail(pe, lineno,
-				    "value out of range (above 18446744073709551615)");
-		v = v * 10 + d;
-		i++;
-	}
+	i += (size_t)digits;
 	while (i < n && (p[i] == ' ' || p[i] == '\t' || p[i] == '\r'))
 		i++;
 	if (i != n)
 		return fail(pe, lineno,
 			    "expected 'key value' with an unsigned integer value");
+	return stat_store(st, stat_key(p + kstart, klen), v, lineno, pe);
+}
 
-	if (klen == strlen(CGE_KEY_POWER_AVG10_MW) &&
-	    memcmp(p + kstart, CGE_KEY_POWER_AVG10_MW, klen) == 0)
-		return parse_avg10(st, v, lineno, pe);
+/* 0 when st has every key each energy.stat has, else -1 with pe set. */
+int stat_complete(const struct cg_stat *st, unsigned int lineno,
+		  struct parse_err *pe)
+{
+	char msg[64];
 
-	const size_t plen = strlen(CGE_OWN_PREFIX);
-	bool own = klen > plen && memcmp(p + kstart, CGE_OWN_PREFIX, plen) == 0;
-	int k = own ? key_lookup(p + kstart + plen, klen - plen) :
-		      key_lookup(p + kstart, klen);
-	unsigned int *present = own ? &st->own_present : &st->present;
-
-	if (k < 0 || (own && !key_adds_up(k)))
-		return 0;	/* a key from a newer module: ignored */
-	if (*present & (1u << k)) {
-		char msg[64];
-
-		snprintf(msg, sizeof(msg), "duplicate key %s%s",
-			 own ? CGE_OWN_PREFIX : "", key_table[k].name);
-		return fail(pe, lineno, msg);
+	for (int k = 0; k < NKEYS; k++) {
+		if ((REQUIRED_KEYS & (1u << k)) && !(st->present & (1u << k))) {
+			snprintf(msg, sizeof(msg), "missing key %s",
+				 key_table[k].name);
+			return fail(pe, lineno, msg);
+		}
 	}
-	if (own)
-		st->own[k] = v;
-	else
-		st->v[k] = v;
-	*present |= 1u << k;
 	return 0;
 }
 
@@ -155,20 +209,11 @@ int stat_parse(const char *buf, size_t len, struct cg_stat *st,
 		size_t n = nl ? (size_t)(nl - (buf + pos)) : len - pos;
 
 		lineno++;
-		if (n > 0 && parse_line(buf + pos, n, lineno, st, pe) < 0)
+		if (n > 0 && stat_line(buf + pos, n, lineno, st, pe) < 0)
 			return -1;
 		pos += n + 1;
 	}
-	for (int k = 0; k < NKEYS; k++) {
-		if ((REQUIRED_KEYS & (1u << k)) && !(st->present & (1u << k))) {
-			char msg[64];
-
-			snprintf(msg, sizeof(msg), "missing key %s",
-				 key_table[k].name);
-			return fail(pe, 0, msg);
-		}
-	}
-	return 0;
+	return stat_complete(st, 0, pe);
 }
 
 static bool info_has(const struct info *info, const char *key, size_t n)
@@ -326,4 +371,77 @@ int read_small_fd(int fd, char *buf, size_t cap, size_t *len)
 out:
 	*len = got;
 	return err;
+}
+
+/*
+ * Read a whole file of up to max bytes into a malloc()ed *buf, with one
+ * open read to its end (a seq_file such as energy.tree is made once per
+ * open). Refused as read_small_file refuses, but EISDIR for a directory.
+ */
+int read_whole_file(const char *path, size_t max, char **buf, size_t *len)
+{
+	size_t cap = 65536, got = 0;
+	struct stat sb;
+	char *b = NULL;
+	int fd, err = 0;
+
+	*buf = NULL;
+	*len = 0;
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ELOOP ? EINVAL : errno;
+	if (fstat(fd, &sb) < 0)
+		err = errno;
+	else if (!S_ISREG(sb.st_mode))
+		err = S_ISDIR(sb.st_mode) ? EISDIR : EINVAL;
+	else if (sb.st_size > 0 && (uint64_t)sb.st_size >= cap)
+		cap = (uint64_t)sb.st_size < max ? (size_t)sb.st_size + 1 : max;
+	if (cap > max)
+		cap = max;
+	if (!err) {
+		b = malloc(cap ? cap : 1);
+		err = b ? 0 : ENOMEM;
+	}
+	while (!err) {
+		ssize_t r;
+
+		if (got == cap && cap == max) {
+			char c;
+
+			r = read(fd, &c, 1);
+			if (r < 0 && errno == EINTR)
+				continue;
+			err = r < 0 ? errno : (r > 0 ? EFBIG : 0);
+			break;
+		}
+		if (got == cap) {
+			size_t ncap = cap <= max / 2 ? 2 * cap : max;
+			char *nb = realloc(b, ncap);
+
+			if (!nb) {
+				err = ENOMEM;
+				break;
+			}
+			b = nb;
+			cap = ncap;
+		}
+		r = read(fd, b + got, cap - got);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			err = errno;
+			break;
+		}
+		if (r == 0)
+			break;
+		got += (size_t)r;
+	}
+	close(fd);
+	if (err) {
+		free(b);
+		return err;
+	}
+	*buf = b;
+	*len = got;
+	return 0;
 }

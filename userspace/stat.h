@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * stat.h - parse energy.stat and energy.info text (pure) and read small files.
+ * stat.h - parse energy.stat and energy.info text (pure), energy.stat's
+ * keys and lines for energy.tree's parser (treefile.c), and read files.
  */
 #ifndef ENERGYSTAT_STAT_H
 #define ENERGYSTAT_STAT_H
@@ -19,8 +20,22 @@ struct parse_err {
 	char msg[128];
 };
 
+/* What an energy.stat key names */
+struct stat_key {
+	enum { SK_NONE, SK_COUNTER, SK_OWN, SK_AVG10 } kind;
+	int id;			/* SK_COUNTER, SK_OWN: its enum key_id */
+};
+
 int stat_parse(const char *buf, size_t len, struct cg_stat *st,
 	       struct parse_err *pe);
+struct stat_key stat_key(const char *k, size_t n);
+int stat_store(struct cg_stat *st, struct stat_key key, uint64_t v,
+	       unsigned int lineno, struct parse_err *pe);
+int stat_u64(const char *p, size_t n, uint64_t *v);
+int stat_line(const char *p, size_t n, unsigned int lineno, struct cg_stat *st,
+	      struct parse_err *pe);
+int stat_complete(const struct cg_stat *st, unsigned int lineno,
+		  struct parse_err *pe);
 
 void info_parse(const char *buf, size_t len, struct info *info);
 const char *info_get(const struct info *info, const char *key);
@@ -30,5 +45,7 @@ void info_free(struct info *info);
 /* 0 or an errno; EFBIG when larger than cap, EINVAL when not a regular file */
 int read_small_file(const char *path, char *buf, size_t cap, size_t *len);
 int read_small_fd(int fd, char *buf, size_t cap, size_t *len);
+/* The same into *buf, malloc()ed and grown up to max bytes; free() it */
+int read_whole_file(const char *path, size_t max, char **buf, size_t *len);
 
 #endif /* ENERGYSTAT_STAT_H */

@@ -1,11 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * tree.c - resolve PATH arguments and walk a cgroup_energy tree.
+ * tree.c - resolve PATH arguments and read a cgroup_energy tree: its
+ * energy.tree in one read, or a walk of its directories.
  *
- * The walk never follows symbolic links (O_NOFOLLOW, d_type/lstat), and is
- * bounded in depth and path length, so no tree can make it loop or hang.
- * A cgroup that vanishes while it is walked (rmdir racing with readdir) is
- * silently left out; anything else that cannot be read is reported.
+ * A module with energy.tree gives every cgroup's counters from one of its
+ * samples in one read (treefile.c parses it); the sample is made of the
+ * rows the PATHs and --depth select, the same nodes a walk would read.
+ * Without the file (an older module), the tree is walked. The walk never
+ * follows symbolic links (O_NOFOLLOW, d_type/lstat), and is bounded in
+ * depth and path length, so no tree can make it loop or hang. A cgroup
+ * that vanishes while it is walked (rmdir racing with readdir) is silently
+ * left out; anything else that cannot be read is reported.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -19,6 +24,7 @@
 
 #include "diag.h"
 #include "stat.h"
+#include "treefile.h"
 #include "tree.h"
 #include "text.h"
 #include "series.h"
@@ -183,15 +189,18 @@ static enum tree_state root_state(const struct tree *t, bool dir, int err)
 	return TS_ERROR;
 }
 
-/* Explain why the tree's root cannot be used. err from lstat (dir) or read. */
-static void diagnose_root(const struct tree *t, bool dir, int err)
+/*
+ * Explain why the tree's root cannot be used. err from lstat (dir) or from
+ * reading the root's file name (energy.stat, energy.tree).
+ */
+static void diagnose_root(const struct tree *t, const char *name, bool dir,
+			  int err)
 {
 	char root[MSG_PATH], file[MSG_PATH + 16];
 	const char *shown = *t->root ? t->root : "/";
 
 	esc_term(root, sizeof(root), shown);
-	snprintf(file, sizeof(file), "%s/%s", *t->root ? root : "",
-		 CGE_STAT_FILE);
+	snprintf(file, sizeof(file), "%s/%s", *t->root ? root : "", name);
 
 	if (err == EACCES || err == EPERM) {
 		perm_hint(dir ? root : file);
@@ -256,7 +265,7 @@ static enum tree_state read_root(const struct tree *t, char *buf, size_t *len,
 	if (!err)
 		return TS_OK;
 	if (say)
-		diagnose_root(t, dir, err);
+		diagnose_root(t, CGE_STAT_FILE, dir, err);
 	return root_state(t, dir, err);
 }
 
@@ -272,35 +281,117 @@ enum tree_state tree_probe(const struct tree *t, bool say)
 	return read_root(t, buf, &len, say);
 }
 
+/* The tree's energy.info into info (empty when it cannot be read). */
+static void read_info(const struct tree *t, struct info *info)
+{
+	char path[PATH_MAX + 32], buf[STAT_MAX_FILE];
+	size_t len;
+
+	info->kv = NULL;
+	info->n = 0;
+	snprintf(path, sizeof(path), "%s/%s", t->root, CGE_INFO_FILE);
+	if (read_small_file(path, buf, sizeof(buf), &len) == 0)
+		info_parse(buf, len, info);
+}
+
+/*
+ * Read and parse the tree's energy.tree into tf, and when info is not
+ * NULL energy.info into it right after the read (before the parse, so that
+ * the module is likely still at the tree's sample). Returns 0; ENOENT when
+ * there is no energy.tree (ENOENT or ENOTDIR, an older module; EISDIR, an
+ * older module's cgroup of that name); -1 with pe set when it does not
+ * parse; else the errno of the read.
+ */
+static int tree_file_read(const struct tree *t, struct tree_file *tf,
+			  struct parse_err *pe, struct info *info)
+{
+	char path[PATH_MAX + 32];
+	size_t len;
+	char *buf;
+	int err;
+
+	snprintf(path, sizeof(path), "%s/%s", t->root, CGE_TREE_FILE);
+	err = read_whole_file(path, TREE_MAX_FILE, &buf, &len);
+	if (err == ENOENT || err == ENOTDIR || err == EISDIR)
+		return ENOENT;
+	if (err)
+		return err;
+	if (info)
+		read_info(t, info);
+	err = treefile_parse(buf, len, tf, pe);
+	free(buf);
+	return err;
+}
+
+/* The tree's energy.tree as messages show it, escaped. */
+static void tree_file_shown(const struct tree *t, char *file, size_t sz)
+{
+	char root[MSG_PATH];
+
+	esc_term(root, sizeof(root), *t->root ? t->root : "");
+	snprintf(file, sz, "%s/%s", root, CGE_TREE_FILE);
+}
+
+/* 0, or the errno of lstat(path), ENOTDIR when it is not a directory. */
+static int dir_error(const char *path)
+{
+	struct stat sb;
+
+	if (lstat(path, &sb) < 0)
+		return errno;
+	return S_ISDIR(sb.st_mode) ? 0 : ENOTDIR;
+}
+
+/*
+ * Whether energy.tree lists path: a cgroup named like a file of its
+ * directory (energy.stat) has no directory in the mount. The file is read
+ * at the first call (*loaded 1, or -1 when it cannot be).
+ */
+static bool tree_lists(const struct tree *t, struct tree_file *tf, int *loaded,
+		       const char *path)
+{
+	struct parse_err pe;
+
+	if (*loaded == 0)
+		*loaded = tree_file_read(t, tf, &pe, NULL) == 0 ? 1 : -1;
+	return *loaded > 0 && treefile_find(tf, path);
+}
+
 /* Before the first sample: the tree is usable, and which PATHs exist. */
 enum tree_rc tree_check(const struct tree *t, bool *exists, struct diag *d)
 {
 	char buf[STAT_MAX_FILE];
 	char path[PATH_MAX + 32];
+	struct tree_file tf;
+	int loaded = 0;
 	size_t len;
 
 	if (read_root(t, buf, &len, true) != TS_OK)
 		return TREE_FATAL;
 	for (size_t i = 0; i < t->npaths; i++) {
-		struct stat sb;
 		char shown[MSG_PATH], dir[MSG_PATH];
+		bool too_long = strlen(t->root) + strlen(t->paths[i]) >= PATH_MAX;
+		int err;
 
 		exists[i] = false;
 		snprintf(path, sizeof(path), "%s%s", t->root,
 			 strcmp(t->paths[i], "/") ? t->paths[i] : "");
 		esc_term(shown, sizeof(shown), t->paths[i]);
 		esc_term(dir, sizeof(dir), path);
-		if (strlen(t->root) + strlen(t->paths[i]) >= PATH_MAX) {
+		err = too_long ? 0 : dir_error(path);
+		if (too_long) {
 			diag_error(d, "cgroup path too long: %s", shown);
-		} else if (lstat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+		} else if (err == 0 || tree_lists(t, &tf, &loaded, t->paths[i])) {
 			exists[i] = true;
-		} else if (errno == EACCES) {
+		} else if (err == EACCES) {
 			diag_error(d, "permission denied looking up cgroup %s (%s)",
 				   shown, dir);
 		} else {
 			diag_error(d, "unknown cgroup %s: no directory %s", shown, dir);
 		}
 	}
+	if (loaded > 0)
+		treefile_free(&tf);
 	return TREE_OK;
 }
 
@@ -349,6 +440,16 @@ static struct cg_node *node_add(struct sample *s, const char *path,
 	return node;
 }
 
+/* Report pe, a parse error of file (escaped). */
+static void parse_error(struct diag *d, const char *shown,
+			const struct parse_err *pe)
+{
+	if (pe->line)
+		diag_error(d, "%s:%u: %s", shown, pe->line, pe->msg);
+	else
+		diag_error(d, "%s: %s", shown, pe->msg);
+}
+
 /* Parse buf as FILE's energy.stat, reporting errors. */
 static bool parse_reported(struct diag *d, const char *file, const char *buf,
 			   size_t len, struct cg_stat *st)
@@ -359,10 +460,7 @@ static bool parse_reported(struct diag *d, const char *file, const char *buf,
 	if (stat_parse(buf, len, st, &pe) == 0)
 		return true;
 	esc_term(shown, sizeof(shown), file);
-	if (pe.line)
-		diag_error(d, "%s:%u: %s", shown, pe.line, pe.msg);
-	else
-		diag_error(d, "%s: %s", shown, pe.msg);
+	parse_error(d, shown, &pe);
 	memset(st, 0, sizeof(*st));
 	return false;
 }
@@ -540,8 +638,6 @@ static enum tree_rc sample_read(const struct tree *t, struct sample *s,
 	char file[MSG_PATH + 16];
 	size_t len;
 
-	char ipath[PATH_MAX + 32];
-
 	memset(s, 0, sizeof(*s));
 	s->mono_ns = clock_ns(CLOCK_MONOTONIC);
 	s->real_ns = clock_ns(CLOCK_REALTIME);
@@ -550,9 +646,7 @@ static enum tree_rc sample_read(const struct tree *t, struct sample *s,
 	 * walk (same_module_sample()), then covers every file read, the
 	 * root's included.
 	 */
-	snprintf(ipath, sizeof(ipath), "%s/%s", t->root, CGE_INFO_FILE);
-	if (read_small_file(ipath, buf, sizeof(buf), &len) == 0)
-		info_parse(buf, len, &s->info);
+	read_info(t, &s->info);
 	if (read_root(t, buf, &len, true) != TS_OK)
 		return TREE_FATAL;
 	esc_term(file, MSG_PATH, *t->root ? t->root : "");
@@ -646,6 +740,128 @@ static bool take_again(const struct tree *t, int walks, bool exact)
 	return walks < TAKE_TRIES_EXACT;
 }
 
+/* Levels path is below the nearest PATH argument that holds it; -1: none. */
+static int levels_below(const struct tree *t, const char *path)
+{
+	unsigned int lv = path_depth(path);
+	int best = -1;
+
+	for (size_t i = 0; i < t->npaths; i++) {
+		const char *p = t->paths[i];
+		int below;
+
+		if (strcmp(p, "/") != 0 && !strip_prefix(path, p))
+			continue;
+		below = (int)(lv - path_depth(p));
+		if (best < 0 || below < best)
+			best = below;
+	}
+	return best;
+}
+
+/*
+ * The rows of tf that the PATHs and --depth select into s, as a walk reads
+ * them: a row at --depth below its nearest PATH is cut, the root's node has
+ * the root-only keys. Returns 0, or -1 out of memory.
+ */
+static int tree_select(const struct tree *t, const struct tree_file *tf,
+		       struct sample *s)
+{
+	const struct tree_row *root = treefile_find(tf, "/");
+
+	s->root = root->st;	/* treefile_parse() makes sure there is one */
+	for (int k = K_TOTAL_UJ; k < NKEYS; k++) {
+		if (!stat_has(&tf->head, k))
+			continue;
+		s->root.v[k] = tf->head.v[k];
+		s->root.present |= 1u << k;
+	}
+	for (size_t i = 0; i < tf->n; i++) {
+		const struct tree_row *r = &tf->rows[i];
+		int below = levels_below(t, r->path);
+		struct cg_node *n;
+
+		if (below < 0 || (t->max_depth >= 0 && below > t->max_depth))
+			continue;
+		n = node_add(s, r->path, path_depth(r->path));
+		if (!n)
+			return -1;
+		n->ok = true;
+		n->cut = t->max_depth >= 0 && below == t->max_depth;
+		n->st = r == root ? s->root : r->st;
+	}
+	if (s->n > 1)
+		qsort(s->nodes, s->n, sizeof(s->nodes[0]), node_cmp);
+	return 0;
+}
+
+/* energy.info's samples is tf's sample, or one of them does not say. */
+static bool info_of_sample(const struct info *info, const struct tree_file *tf)
+{
+	uint64_t n;
+
+	return !tf->has_sample || !info_u64(info, "samples", &n) ||
+	       n == tf->sample;
+}
+
+/*
+ * A sample from energy.tree: every cgroup from one module sample, so no
+ * read straddles one and none is torn. energy.info is read after it, for
+ * the time of that sample (last_sample_ns): when the module sampled again
+ * between the two reads (energy.info's samples past the tree's sample), up
+ * to TAKE_TRIES reads, else the last one as it is. *absent when there is
+ * no energy.tree: the caller walks the tree.
+ */
+static enum tree_rc tree_take(const struct tree *t, struct sample *s,
+			      struct diag *d, bool *absent)
+{
+	char file[MSG_PATH + 16];
+	struct tree_file tf;
+	struct parse_err pe;
+	int err;
+
+	*absent = false;
+	for (int reads = 1; ; reads++) {
+		memset(s, 0, sizeof(*s));
+		err = tree_file_read(t, &tf, &pe, &s->info);
+		s->mono_ns = clock_ns(CLOCK_MONOTONIC);
+		s->real_ns = clock_ns(CLOCK_REALTIME);
+		if (err < 0)
+			info_free(&s->info);
+		if (err == ENOENT) {
+			*absent = true;
+			return TREE_OK;
+		}
+		if (err > 0) {
+			diagnose_root(t, CGE_TREE_FILE, false, err);
+			return TREE_FATAL;
+		}
+		if (err < 0) {
+			tree_file_shown(t, file, sizeof(file));
+			parse_error(d, file, &pe);
+			return TREE_FATAL;
+		}
+		if (info_of_sample(&s->info, &tf) || reads >= TAKE_TRIES ||
+		    (t->deadline_ns && clock_ns(CLOCK_MONOTONIC) > t->deadline_ns))
+			break;
+		treefile_free(&tf);
+		info_free(&s->info);
+	}
+	err = tree_select(t, &tf, s);
+	treefile_free(&tf);
+	if (err < 0) {
+		diag_msg("out of memory");
+		sample_free(s);
+		return TREE_FATAL;
+	}
+	if (t->deadline_ns && clock_ns(CLOCK_MONOTONIC) > t->deadline_ns) {
+		sample_free(s);
+		return TREE_LATE;
+	}
+	s->torn = series_own(s);
+	return TREE_OK;
+}
+
 /*
  * A sample read between two of the module's samples (energy.info's
  * last_sample_ns the same after the walk as before it), so that a parent
@@ -661,8 +877,14 @@ static bool take_again(const struct tree *t, int walks, bool exact)
  */
 static enum tree_rc take(const struct tree *t, struct sample *s, struct diag *d)
 {
-	enum tree_rc rc = sample_read(t, s, d);
 	struct sample next;
+	enum tree_rc rc;
+	bool absent;
+
+	rc = tree_take(t, s, d, &absent);
+	if (!absent)
+		return rc;
+	rc = sample_read(t, s, d);
 
 	for (int walks = 1; rc == TREE_OK; walks++) {
 		bool exact;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * tree.h - resolve PATH arguments and walk a tree into a sample.
+ * tree.h - resolve PATH arguments and read a tree into a sample: its
+ * energy.tree, or a walk of its directories.
  */
 #ifndef ENERGYSTAT_TREE_H
 #define ENERGYSTAT_TREE_H
