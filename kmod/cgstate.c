@@ -386,6 +386,7 @@ void cge_cgstate_reap(void)
 	/* pairs with cge_gp_passed(): the grace periods done are over */
 	done = smp_load_acquire(&cge_gp_done);
 	list_for_each_entry_safe(rec, tmp, &cge_grave, all) {
+		cond_resched();
 		if (ULONG_CMP_LT(done, rec->gp_cookie) ||
 		    test_bit(CGE_OVF_QUEUED, &rec->ovf_queued) ||
 		    cge_rec_ovf_pending(rec) || rec->acc_idx)
@@ -401,7 +402,7 @@ void cge_cgstate_reap(void)
 		cge_rec_free(rec);
 	}
 	list_for_each_entry_safe(rec, tmp, &cge_all, all) {
-		/* a long list: let others run (no RCU section is held here) */
+		/* long lists: let others run (under cge_lock, in no RCU section) */
 		cond_resched();
 		if (rec == cge_root || !hlist_empty(&rec->children) ||
 		    cge_cgroup_online(rec->cgrp))
@@ -458,8 +459,8 @@ unsigned int cge_cgstate_nr(void)
 }
 
 /* Copy @rec to @dst[@i], if there is room. */
-static void cge_rec_copy(struct cge_rec *rec, struct cge_rec_copy *dst,
-			 unsigned int cap, unsigned int i)
+static void cge_rec_copy_to(struct cge_rec *rec, struct cge_rec_copy *dst,
+			    unsigned int cap, unsigned int i)
 {
 	if (i >= cap)
 		return;
@@ -484,10 +485,13 @@ unsigned int cge_cgstate_copy(struct cge_rec_copy *dst, unsigned int cap)
 	unsigned int i = 0;
 
 	lockdep_assert_held(&cge_lock);
-	list_for_each_entry(rec, &cge_all, all)
-		cge_rec_copy(rec, dst, cap, i++);
+	list_for_each_entry(rec, &cge_all, all) {
+		cge_rec_copy_to(rec, dst, cap, i++);
+		if (!(i % 1024))
+			cond_resched();
+	}
 	list_for_each_entry(rec, &cge_grave, all)
-		cge_rec_copy(rec, dst, cap, i++);
+		cge_rec_copy_to(rec, dst, cap, i++);
 	return i;
 }
 

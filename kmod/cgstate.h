@@ -53,6 +53,7 @@ struct cge_root_stat {
 };
 
 #include <linux/cgroup.h>
+#include <linux/kernfs.h>
 
 /*
  * Whether @cgrp is still there: rmdir clears CSS_ONLINE at once, while the
@@ -62,6 +63,18 @@ struct cge_root_stat {
 static inline bool cge_cgroup_online(struct cgroup *cgrp)
 {
 	return READ_ONCE(cgrp->self.flags) & CSS_ONLINE;
+}
+
+/*
+ * A cgroup that cgroupfs shows: online, and its directory activated.
+ * cgroup_create() links a cgroup into its parent's children and marks it
+ * online before it populates and activates the directory, and a mkdir can
+ * still fail after that.
+ */
+static inline bool cge_cgroup_shown(struct cgroup *cgrp)
+{
+	return cge_cgroup_online(cgrp) &&
+	       (READ_ONCE(cgrp->kn->flags) & KERNFS_ACTIVATED);
 }
 
 /* Charges of one package's CPUs that their caches had no room for. */
@@ -101,7 +114,8 @@ struct cge_rec {
 	/*
 	 * The part of @st its own tasks, its freed descendants' records and
 	 * charges that found no record below it made: @st less its child
-	 * records' @st, exactly. No power averages. cge_lock.
+	 * records' @st, exactly (until a total stops at U64_MAX). No power
+	 * averages. cge_lock.
 	 */
 	struct cge_stat own;
 	/* charges from the overflow path, per package (topo.c) */

@@ -9,7 +9,7 @@
  * ->d_revalidate drops a directory whose cgroup was removed. An open
  * directory keeps its cgroup's struct (not the cgroup) after removal, as an
  * open cgroup2 directory keeps its kernfs node.
- * Nothing is copied or kept in step. A mount shows the subtree rooted at the
+ * No tree is copied or kept in step. A mount shows the subtree rooted at the
  * mounting process's cgroup namespace root; its root has energy.info and
  * energy.tree (tree.c) beside energy.stat. A child cgroup named like one of
  * a directory's files is not listed there (the file keeps its name) and is
@@ -215,11 +215,10 @@ static const struct dentry_operations cge_dops = {
 /*
  * Directory positions: 0-1 the dots, 2 energy.stat, 3 energy.info and 4
  * energy.tree (mount root only), then each child cgroup at CGE_POS_CHILD
- * plus its serial
- * number. A cgroup's children are listed in ascending serial number order
- * and a serial number is never reused, so a listing resumed at a position
- * neither skips nor repeats a child that exists throughout, whatever was
- * created or removed in between.
+ * plus its serial number. A cgroup's children are listed in ascending
+ * serial number order and a serial number is never reused, so a listing
+ * resumed at a position neither skips nor repeats a child that exists
+ * throughout, whatever was created or removed in between.
  */
 #define CGE_POS_STAT		2
 #define CGE_POS_INFO		3
@@ -359,13 +358,12 @@ static int cge_stat_seq(struct seq_file *m, void *v)
 {
 	struct inode *dir = d_inode(m->file->f_path.dentry->d_parent);
 
-	return cge_stat_show(m, (u64)(uintptr_t)m->private,
-			     cge_cgroup_online(cge_dir_cgroup(dir)));
+	return cge_stat_show(m, cge_dir_cgroup(dir));
 }
 
 static int cge_stat_open(struct inode *inode, struct file *file)
 {
-	return single_open(file, cge_stat_seq, inode->i_private);
+	return single_open(file, cge_stat_seq, NULL);
 }
 
 /* The host's health counters only in a mount of the whole tree. */

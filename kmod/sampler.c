@@ -605,8 +605,7 @@ static void cge_sample_locked(void)
 	cpus_read_unlock();
 	cge_sampler_health.samples++;
 	cge_sampler_health.last_sample_ns = ktime_get_ns();
-	if (!cge_snap_sampled(cge_sampler_health.samples, cge_step.end_ns))
-		cge_sampler_health.alloc_failures++;
+	cge_snap_sampled(cge_sampler_health.samples, cge_step.end_ns);
 }
 
 /* A sample now (module exit, suspend): it empties every CPU's cache. */

@@ -8,8 +8,6 @@
  * then format it without cge_lock: a reader that is throttled or preempted
  * holds nothing the sampler waits for.
  */
-#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
-
 #include <linux/kernel.h>
 #include <linux/err.h>
 #include <linux/kref.h>
@@ -17,7 +15,7 @@
 #include <linux/mutex.h>
 #include <linux/overflow.h>
 #include <linux/rcupdate.h>
-#include <linux/sched/signal.h>
+#include <linux/minmax.h>
 #include <linux/slab.h>
 #include <linux/wait.h>
 
@@ -28,7 +26,10 @@
 static struct cge_snap __rcu *cge_snap_cur;
 static DECLARE_WAIT_QUEUE_HEAD(cge_snap_wq);
 static bool cge_snap_wanted;
-/* Samples taken (energy.info's), and that of the snapshot last published. */
+/*
+ * energy.info's samples at the last sample, and the sample of the snapshot
+ * last published (0: none yet; the first sample is number 1).
+ */
 static u64 cge_snap_samples;
 static u64 cge_snap_sample;
 /* The last sample's interval end, for the power averages. cge_lock. */
@@ -47,37 +48,45 @@ void cge_snap_put(struct cge_snap *s)
 		kref_put(&s->ref, cge_snap_release);
 }
 
+/* The current snapshot, held; one being replaced gives way to the new one. */
 static struct cge_snap *cge_snap_get(void)
 {
 	struct cge_snap *s;
 
 	rcu_read_lock();
-	s = rcu_dereference(cge_snap_cur);
-	if (s && !kref_get_unless_zero(&s->ref))
-		s = NULL;
+	do {
+		s = rcu_dereference(cge_snap_cur);
+	} while (s && !kref_get_unless_zero(&s->ref));
 	rcu_read_unlock();
 	return s;
 }
 
-/*
- * Copy every record and publish the copy as the current snapshot.
- * cge_lock held, so that no sample is under way.
- */
-static int cge_snap_publish_locked(void)
+static struct cge_snap *cge_snap_alloc(unsigned int nr)
 {
-	unsigned int nr = cge_cgstate_nr();
-	struct cge_snap *s, *old;
+	struct cge_snap *s;
+
+	s = kvmalloc(struct_size(s, rec, nr), GFP_KERNEL | __GFP_NOWARN);
+	if (s)
+		s->nr = nr;
+	return s;
+}
+
+/*
+ * Copy every record into @s and publish it as the current snapshot.
+ * cge_lock held, so that no sample is under way. -EAGAIN if there are
+ * more records than @s has room for.
+ */
+static int cge_snap_publish_locked(struct cge_snap *s)
+{
+	struct cge_snap *old;
+	unsigned int nr;
 
 	lockdep_assert_held(&cge_lock);
-	s = kvmalloc(struct_size(s, rec, nr), GFP_KERNEL | __GFP_NOWARN);
-	if (!s)
-		return -ENOMEM;
+	nr = cge_cgstate_copy(s->rec, s->nr);
+	if (nr > s->nr)
+		return -EAGAIN;
 	kref_init(&s->ref);
-	s->nr = cge_cgstate_copy(s->rec, nr);
-	if (WARN_ON_ONCE(s->nr != nr)) {
-		kvfree(s);
-		return -EIO;
-	}
+	s->nr = nr;
 	s->sample = cge_snap_samples;
 	s->at_ns = cge_snap_at_ns;
 	s->rs = cge_root_stat;
@@ -89,64 +98,98 @@ static int cge_snap_publish_locked(void)
 
 /**
  * cge_snap_sampled() - a sample is done: publish a snapshot if one is wanted
- * @sample: the number of samples taken, this one included (energy.info's)
+ * @sample: energy.info's samples, this one included
  * @at_ns: the sample's interval end, where its power averages stand
  *
- * Called by the sampler with cge_lock held, at the end of every sample.
- *
- * Return: false if a snapshot was wanted and could not be allocated.
+ * Called by the sampler with cge_lock held, at the end of every sample. A
+ * snapshot that cannot be allocated is asked for again at the next one.
  */
-bool cge_snap_sampled(u64 sample, u64 at_ns)
+void cge_snap_sampled(u64 sample, u64 at_ns)
 {
-	bool ok;
+	struct cge_snap *s;
 
 	lockdep_assert_held(&cge_lock);
 	cge_snap_at_ns = at_ns;
 	WRITE_ONCE(cge_snap_samples, sample);
 	if (!READ_ONCE(cge_snap_wanted))
-		return true;
+		return;
 	WRITE_ONCE(cge_snap_wanted, false);
-	ok = !cge_snap_publish_locked();
+	s = cge_snap_alloc(cge_cgstate_nr());
+	if (!s || cge_snap_publish_locked(s)) {
+		kvfree(s);
+		WRITE_ONCE(cge_snap_wanted, true);
+		return;
+	}
 	wake_up_all(&cge_snap_wq);
-	return ok;
+}
+
+/* Copy the records in the reader's context: allocate, then lock and copy. */
+static int cge_snap_publish_now(u64 want)
+{
+	struct cge_snap *s;
+	unsigned int nr;
+	int tries, ret;
+
+	for (tries = 0; tries < 3; tries++) {
+		ret = mutex_lock_interruptible(&cge_lock);
+		if (ret)
+			return ret;
+		nr = cge_cgstate_nr();
+		mutex_unlock(&cge_lock);
+		s = cge_snap_alloc(nr + nr / 8 + 16);
+		if (!s)
+			return -ENOMEM;
+		ret = mutex_lock_interruptible(&cge_lock);
+		if (ret) {
+			kvfree(s);
+			return ret;
+		}
+		ret = READ_ONCE(cge_snap_sample) >= want ? -EEXIST :
+		      cge_snap_publish_locked(s);
+		mutex_unlock(&cge_lock);
+		if (ret)
+			kvfree(s);
+		if (ret != -EAGAIN)
+			return ret == -EEXIST ? 0 : ret;
+	}
+	return -EAGAIN;
 }
 
 /**
  * cge_snap_fresh() - a snapshot of the latest sample, or of the next one
  *
  * The sampler makes it at the end of its next sample, once for all the
- * readers waiting. If none comes in two intervals and a second (the sampler
- * is paused for suspend), the reader copies the records itself.
+ * readers waiting. If none comes within two intervals and a second (the
+ * sampler is paused for suspend, or could not allocate), the reader copies
+ * the records itself.
  *
- * Return: a snapshot to give back with cge_snap_put(), or ERR_PTR(-errno).
+ * Return: a snapshot to give back with cge_snap_put(), or ERR_PTR() of
+ * -ERESTARTSYS (a signal), -ENOMEM or -EAGAIN (records kept growing).
  */
 struct cge_snap *cge_snap_fresh(void)
 {
 	unsigned long timeout;
 	struct cge_snap *s;
-	u64 seen;
 	long left;
+	u64 want;
 	int ret;
 
-	seen = READ_ONCE(cge_snap_samples);
+	/* the latest sample's, or the first sample's */
+	want = max_t(u64, READ_ONCE(cge_snap_samples), 1);
 	s = cge_snap_get();
-	if (s && s->sample >= seen)
+	if (s && s->sample >= want)
 		return s;
 	cge_snap_put(s);
 	timeout = msecs_to_jiffies(2 * READ_ONCE(cge_interval_ms)) + HZ;
 	WRITE_ONCE(cge_snap_wanted, true);
-	left = wait_event_killable_timeout(cge_snap_wq,
-					   READ_ONCE(cge_snap_sample) > seen,
-					   timeout);
+	/* interruptible: the freezer can stop a reader waiting here */
+	left = wait_event_interruptible_timeout(cge_snap_wq,
+						READ_ONCE(cge_snap_sample) >=
+						want, timeout);
 	if (left < 0)
 		return ERR_PTR(left);
 	if (!left) {
-		ret = mutex_lock_killable(&cge_lock);
-		if (ret)
-			return ERR_PTR(ret);
-		ret = READ_ONCE(cge_snap_sample) > seen ? 0 :
-		      cge_snap_publish_locked();
-		mutex_unlock(&cge_lock);
+		ret = cge_snap_publish_now(want);
 		if (ret)
 			return ERR_PTR(ret);
 	}

@@ -11,7 +11,7 @@
 
 #include "cgstate.h"
 
-/* All records as one sample left them, parents before children. */
+/* All records as one sample left them. */
 struct cge_snap {
 	struct kref ref;
 	struct rcu_head rcu;
@@ -22,7 +22,7 @@ struct cge_snap {
 	struct cge_rec_copy rec[];
 };
 
-bool cge_snap_sampled(u64 sample, u64 at_ns);
+void cge_snap_sampled(u64 sample, u64 at_ns);
 struct cge_snap *cge_snap_fresh(void);
 void cge_snap_put(struct cge_snap *s);
 void cge_snap_exit(void);

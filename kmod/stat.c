@@ -90,16 +90,18 @@ static void cge_counters_show(struct seq_file *m, const char *prefix,
 }
 
 /**
- * cge_stat_show() - energy.stat of cgroup @cgid
+ * cge_stat_show() - energy.stat of cgroup @cgrp
  * @m: the file
- * @cgid: the cgroup; the root's file also carries the root-only keys
- * @online: the cgroup is not removed; one without a record reads zeros
- *	(it never ran a task), a removed one without a record is gone
+ * @cgrp: the cgroup, held; the root's file also carries the root-only keys
  *
- * Return: 0, or -ENODEV for a removed cgroup whose record was freed.
+ * A cgroup without a record reads zeros (it never ran a task); a removed
+ * one reads its last totals until its record is freed, then -ENODEV.
+ *
+ * Return: 0, or -ENODEV.
  */
-int cge_stat_show(struct seq_file *m, u64 cgid, bool online)
+int cge_stat_show(struct seq_file *m, struct cgroup *cgrp)
 {
+	u64 cgid = cgroup_id(cgrp);
 	unsigned long domains = cge_sampler_source()->domains();
 	bool root = cgid == cge_root_cgid();
 	u64 mw[CGE_POWER_NR], at_ns;
@@ -110,7 +112,8 @@ int cge_stat_show(struct seq_file *m, u64 cgid, bool online)
 	/* One lock hold: the root's keys agree with each other exactly. */
 	mutex_lock(&cge_lock);
 	if (!cge_cgstate_read_locked(cgid, &st, &own)) {
-		if (!online) {
+		/* records are freed under cge_lock, after their cgroup's rmdir */
+		if (!cge_cgroup_online(cgrp)) {
 			mutex_unlock(&cge_lock);
 			return -ENODEV;
 		}

@@ -12,6 +12,7 @@
 
 struct seq_file;
 struct cge_stat;
+struct cgroup;
 
 extern const char * const cge_sys_keys[CGE_SYS_NR][2];
 extern const char * const cge_power_keys[CGE_POWER_NR];
@@ -20,7 +21,7 @@ void cge_stat_keys(struct seq_file *m, const char *prefix,
 		   unsigned long domains);
 void cge_stat_values(struct seq_file *m, const struct cge_stat *st,
 		     unsigned long domains);
-int cge_stat_show(struct seq_file *m, u64 cgid, bool online);
+int cge_stat_show(struct seq_file *m, struct cgroup *cgrp);
 int cge_info_show(struct seq_file *m, bool host);
 
 #endif /* CGE_STAT_H */

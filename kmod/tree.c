@@ -7,8 +7,6 @@
  * shows them, and looks each one up in the snapshot: O(N log N) for N
  * cgroups, with a chance for others to run every CGE_TREE_BATCH lines.
  */
-#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
-
 #include <linux/kernel.h>
 #include <linux/cgroup.h>
 #include <linux/kernfs.h>
@@ -18,6 +16,7 @@
 #include <linux/slab.h>
 #include <linux/sort.h>
 #include <linux/bsearch.h>
+#include <linux/bitops.h>
 
 #include "cgroup_energy.h"
 #include "tree.h"
@@ -29,7 +28,7 @@
 #include "stat.h"
 
 /* Cgroups listed between two chances for others to run. */
-#define CGE_TREE_BATCH		256
+#define CGE_TREE_BATCH		32
 
 /* A record's place in the snapshot, by cgroup id. */
 struct cge_tree_key {
@@ -99,9 +98,10 @@ static void cge_tree_line(struct seq_file *m, struct cge_tree_read *r,
 	unsigned int i;
 	int len;
 
-	len = kernfs_path_from_node(cgrp->kn, root->kn, r->path, PATH_MAX);
+	/* a truncated path is PATH_MAX long, whichever way a kernel says so */
+	len = kernfs_path_from_node(cgrp->kn, root->kn, r->path, PATH_MAX + 1);
 	if (len < 0 || len >= PATH_MAX)
-		return;		/* as a walk could not name it either */
+		return;		/* not listed: contract.md, energy.tree */
 	k = bsearch(&key, r->keys, r->s->nr, sizeof(*k), cge_tree_key_cmp);
 	if (k) {
 		st = &r->s->rec[k->idx].st;
@@ -120,11 +120,17 @@ static void cge_tree_line(struct seq_file *m, struct cge_tree_read *r,
  * cge_tree_size_hint() - a buffer size that likely holds @root's listing
  * @root: the mount's root cgroup
  *
+ * A line per cgroup: a path and a value per column, most of them short
+ * (seq_read() calls again with a larger buffer when it is too small).
+ *
  * Return: bytes.
  */
 size_t cge_tree_size_hint(struct cgroup *root)
 {
-	return ((size_t)READ_ONCE(root->nr_descendants) + 1) * 256 + PAGE_SIZE;
+	unsigned int doms = hweight_long(cge_sampler_source()->domains());
+	size_t line = 48 + 14 * (2 * (4 + doms) + CGE_POWER_NR);
+
+	return ((size_t)READ_ONCE(root->nr_descendants) + 1) * line + PAGE_SIZE;
 }
 
 /**
@@ -146,8 +152,8 @@ int cge_tree_show(struct seq_file *m, struct cgroup *root, bool host)
 	if (IS_ERR(r.s))
 		return PTR_ERR(r.s);
 	r.domains = cge_sampler_source()->domains();
-	r.keys = kvmalloc_array(r.s->nr, sizeof(*r.keys), GFP_KERNEL);
-	r.path = kmalloc(PATH_MAX, GFP_KERNEL);
+	r.keys = kvmalloc_array(r.s->nr, sizeof(*r.keys), GFP_KERNEL_ACCOUNT);
+	r.path = kmalloc(PATH_MAX + 1, GFP_KERNEL_ACCOUNT);
 	if (!r.keys || !r.path)
 		goto out;
 	cge_tree_index(&r);
@@ -160,8 +166,9 @@ int cge_tree_show(struct seq_file *m, struct cgroup *root, bool host)
 		if (seq_has_overflowed(m))
 			break;
 		/*
-		 * The walk goes on from a css it holds (css_next_descendant_pre()
-		 * needs it accessible, not under one RCU section): let others run.
+		 * Let others run: css_next_descendant_pre() needs the css it
+		 * goes on from to be accessible, not the whole walk in one RCU
+		 * section, so hold it across.
 		 */
 		if (++n % CGE_TREE_BATCH == 0 && css_tryget(css)) {
 			rcu_read_unlock();
