@@ -330,45 +330,59 @@ int read_small_file(const char *path, char *buf, size_t cap, size_t *len)
 	return err;
 }
 
-/* read_small_file's reading of an open file; fd stays open */
-int read_small_fd(int fd, char *buf, size_t cap, size_t *len)
+/*
+ * Read fd to its end into *buf of *cap bytes, growing it with realloc() up
+ * to max (a caller's fixed buffer has *cap == max); got is what is in it.
+ * EFBIG when the file holds more than max bytes.
+ */
+static int read_to_end(int fd, char **buf, size_t *cap, size_t max,
+		       size_t *got)
 {
-	struct stat sb;
-	size_t got = 0;
-	int err = 0;
-
-	if (fstat(fd, &sb) < 0) {
-		err = errno;
-		goto out;
-	}
-	if (!S_ISREG(sb.st_mode)) {
-		err = EINVAL;
-		goto out;
-	}
 	for (;;) {
 		ssize_t r;
 
-		if (got == cap) {
+		if (*got == *cap && *cap >= max) {
 			char c;
 
 			r = read(fd, &c, 1);
 			if (r < 0 && errno == EINTR)
 				continue;
-			err = r < 0 ? errno : (r > 0 ? EFBIG : 0);
-			break;
+			return r < 0 ? errno : (r > 0 ? EFBIG : 0);
 		}
-		r = read(fd, buf + got, cap - got);
+		if (*got == *cap) {
+			size_t ncap = *cap <= max / 2 ? 2 * *cap : max;
+			char *nb = realloc(*buf, ncap);
+
+			if (!nb)
+				return ENOMEM;
+			*buf = nb;
+			*cap = ncap;
+		}
+		r = read(fd, *buf + *got, *cap - *got);
 		if (r < 0) {
 			if (errno == EINTR)
 				continue;
-			err = errno;
-			break;
+			return errno;
 		}
 		if (r == 0)
-			break;
-		got += (size_t)r;
+			return 0;
+		*got += (size_t)r;
 	}
-out:
+}
+
+/* read_small_file's reading of an open file; fd stays open */
+int read_small_fd(int fd, char *buf, size_t cap, size_t *len)
+{
+	struct stat sb;
+	size_t got = 0;
+	int err;
+
+	if (fstat(fd, &sb) < 0)
+		err = errno;
+	else if (!S_ISREG(sb.st_mode))
+		err = EINVAL;
+	else
+		err = read_to_end(fd, &buf, &cap, cap, &got);
 	*len = got;
 	return err;
 }
@@ -402,40 +416,8 @@ int read_whole_file(const char *path, size_t max, char **buf, size_t *len)
 		b = malloc(cap ? cap : 1);
 		err = b ? 0 : ENOMEM;
 	}
-	while (!err) {
-		ssize_t r;
-
-		if (got == cap && cap == max) {
-			char c;
-
-			r = read(fd, &c, 1);
-			if (r < 0 && errno == EINTR)
-				continue;
-			err = r < 0 ? errno : (r > 0 ? EFBIG : 0);
-			break;
-		}
-		if (got == cap) {
-			size_t ncap = cap <= max / 2 ? 2 * cap : max;
-			char *nb = realloc(b, ncap);
-
-			if (!nb) {
-				err = ENOMEM;
-				break;
-			}
-			b = nb;
-			cap = ncap;
-		}
-		r = read(fd, b + got, cap - got);
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			err = errno;
-			break;
-		}
-		if (r == 0)
-			break;
-		got += (size_t)r;
-	}
+	if (!err)
+		err = read_to_end(fd, &b, &cap, max, &got);
 	close(fd);
 	if (err) {
 		free(b);
