@@ -105,7 +105,7 @@ def test_sum_of_default_series_is_root(res):
     assert abs(r['sum']['ratio'] - 1) <= LIMIT, r
 
 
-def test_pod_join_from_docs(res):
+def test_pod_join_of_the_recording_rule(res):
     r = ok(res, 's_join')
     # kube_pod_info of the node's three pods and of one elsewhere: the
     # node's three, named; the two that burn with power

@@ -137,13 +137,15 @@ def query(q, at):
             for r in api('query', query=q, time=f'{at:.3f}')['result']]
 
 
-def doc_query(word):
-    """The ```promql block of docs/prometheus.md that names @word, as the
-    doc has it: the doc and the test cannot drift."""
-    text = (REPO / 'docs/prometheus.md').read_text()
-    [q] = [b for b in re.findall(r'```promql\n(.*?)```', text, re.S)
-           if word in b]
-    return q
+def rule_expr(record):
+    """The expression of @record in the recording rules that docs/prometheus.md
+    points to (dist/prometheus/): the rules and the test cannot drift."""
+    import yaml     # python3-yaml (tests/deps.sh)
+    rules = yaml.safe_load((REPO / 'dist/prometheus/'
+                            'cgroup-energy-names.rules.yml').read_text())
+    [expr] = [r['expr'] for g in rules['groups'] for r in g['rules']
+              if r.get('record') == record]
+    return expr
 
 
 def wait_until(t):
@@ -349,10 +351,10 @@ def s_health(ctx):
 
 
 def s_join(ctx):
-    """The docs' pod-label join, as written there."""
+    """The recording rule's pod-label join, as the rules file has it."""
+    expr = rule_expr('namespace_pod:cgroup_energy_joules:rate5m')
     return {'series': sorted([labels['namespace'], labels['pod'], round(v, 4)]
-                             for labels, v in
-                             query(doc_query('kube_pod_info'), ctx['ts_b']))}
+                             for labels, v in query(expr, ctx['ts_b']))}
 
 
 def metrics(port):
