@@ -3,17 +3,20 @@
 measurement for docs/overhead.md, not a test; issue 43):
 
     python3 tests/vm/harness.py --flavour 6.1 -- \\
-        '/usr/bin/python3 tests/vm/guest/measure_tree.py KO WALK_TOOL'
+        '/usr/bin/python3 tests/vm/guest/measure_tree.py KO WALK_TOOL [OLD_KO]'
 
 WALK_TOOL is an energystat built without energy.tree (the walk), to time
-against the tool of this tree. For 2,000 and 10,000 cgroups, flat (siblings)
-and nested (100 parents of 20 or 100 children), the best of three: one
-read of energy.tree, `energystat --prometheus` with it and with the walk,
-and a plain walk that opens and reads every energy.stat. Then the sampler
-with and without a reader throttled by cpu.max (1 ms per 100 ms) that reads
-energy.tree and the largest parent's energy.stat in a loop: overruns, and
-the longest gap between two samples seen by a poller of energy.info every
-10 ms. Prints 'MEAS {json}'; tests/results/tree-read.jsonl keeps the runs.
+against the tool of this tree; OLD_KO, a module from before energy.tree
+(sibling scans, energy.stat summed over the children under cge_lock), is
+measured the same way as 'before'. For 2,000 and 10,000 cgroups, flat
+(siblings) and nested (100 parents of 20 or 100 children), the best of
+three: one read of energy.tree, `energystat --prometheus` with it and with
+the walk, and a plain walk that opens and reads every energy.stat. Then the
+sampler alone and beside a reader throttled by cpu.max (1 ms per 100 ms)
+that reads the largest parent's energy.stat (and energy.tree) in a loop:
+overruns, and the longest gap between two samples seen by a poller of
+energy.info every 10 ms. Prints 'MEAS {json}'; tests/results/tree-read.jsonl
+keeps the runs.
 """
 import json
 import os
@@ -74,33 +77,39 @@ def sampler_watch(seconds, reader=None):
             'max_gap_ms': round(gap / 1e6, 1)}
 
 
-def main():
-    ko, walk_tool = sys.argv[1], sys.argv[2]
-    insmod(ko)
-    mount_en()
-    out = {'kver': os.uname().release, 'cpus': os.cpu_count()}
+def scale(walk_tool, before):
+    """The reads at 2,000 and 10,000 cgroups; @before: a module without
+    energy.tree (the walk only)."""
+    out = {}
     for n in (2000, 10000):
         for name in ('flat', 'nested'):
             top = shape(name, n)
             time.sleep(0.5)
-            tree_bytes = len((EN / 'energy.tree').read_bytes())
-            out[f'{name}_{n}'] = {
-                'tree_read_s': best(lambda: (EN / 'energy.tree').read_bytes()),
-                'tree_bytes': tree_bytes,
-                'energystat_prometheus_s': best(lambda: tool(TOOL)),
-                'energystat_walk_prometheus_s':
-                    best(lambda: tool(walk_tool), 1 if n > 2000 else 3),
-                'plain_walk_s': best(walk_read, 1 if n > 2000 else 3)}
+            r = {'energystat_walk_prometheus_s':
+                 best(lambda: tool(walk_tool), 1 if n > 2000 else 3),
+                 'plain_walk_s': best(walk_read, 1 if n > 2000 else 3)}
+            if not before:
+                r['tree_bytes'] = len((EN / 'energy.tree').read_bytes())
+                r['tree_read_s'] = best(
+                    lambda: (EN / 'energy.tree').read_bytes())
+                r['energystat_prometheus_s'] = best(lambda: tool(TOOL))
+            out[f'{name}_{n}'] = r
             for d, _, _ in sorted(os.walk(top), key=lambda w: -len(w[0])):
                 os.rmdir(d)
-    shape('flat', 2000)
+    return out
+
+
+def readers(before):
+    """The sampler alone, then beside a reader throttled by its cpu.max that
+    reads the largest parent (2,000 children) in a loop."""
+    top = shape('flat', 2000)
     (CG / 'cgroup.subtree_control').write_text('+cpu')
     (CG / 'rdr').mkdir(exist_ok=True)
     (CG / 'rdr/cpu.max').write_text('1000 100000')
-    out['sampler_quiet'] = sampler_watch(20)
+    out = {'sampler_quiet': sampler_watch(20)}
+    files = f'{EN}/m/energy.stat' + ('' if before else f' {EN}/energy.tree')
     script = (f'echo $$ > {CG}/rdr/cgroup.procs; '
-              f'while :; do cat {EN}/energy.tree {EN}/m/energy.stat '
-              '> /dev/null; done')
+              f'while :; do cat {files} > /dev/null; done')
     rdr = subprocess.Popen(['sh', '-c', script])
     out['sampler_throttled_reader'] = sampler_watch(20)
     rdr.kill()
@@ -108,8 +117,33 @@ def main():
     out['reader_throttled'] = [ln for ln in
                                (CG / 'rdr/cpu.stat').read_text().splitlines()
                                if ln.startswith('nr_throttled')]
+    out['reader_reads'] = files
+    for _ in range(50):                 # the killed reader leaves it
+        try:
+            os.rmdir(CG / 'rdr')
+            break
+        except OSError:
+            time.sleep(0.1)
+    for d, _, _ in sorted(os.walk(top), key=lambda w: -len(w[0])):
+        os.rmdir(d)
+    return out
+
+
+def run(ko, walk_tool, before):
+    insmod(ko)
+    mount_en()
+    out = {'scale': scale(walk_tool, before), **readers(before)}
     umount_en()
     rmmod()
+    return out
+
+
+def main():
+    ko, walk_tool = sys.argv[1], sys.argv[2]
+    out = {'kver': os.uname().release, 'cpus': os.cpu_count(),
+           'after': run(ko, walk_tool, False)}
+    if len(sys.argv) > 3:
+        out['before'] = run(sys.argv[3], walk_tool, True)
     print('MEAS ' + json.dumps(out), flush=True)
 
 
