@@ -62,7 +62,13 @@ def shape(name, n):
     return top
 
 
-def sampler_watch(seconds, reader=None):
+def remove(top):
+    """Remove the cgroup @top and every one below it, deepest first."""
+    for d, _, _ in sorted(os.walk(top), key=lambda w: -len(w[0])):
+        os.rmdir(d)
+
+
+def sampler_watch(seconds):
     """Overruns and the longest gap between samples over @seconds."""
     i0 = info()
     last, gap, stop = i0['last_sample_ns'], 0, time.monotonic() + seconds
@@ -94,8 +100,7 @@ def scale(walk_tool, before):
                     lambda: (EN / 'energy.tree').read_bytes())
                 r['energystat_prometheus_s'] = best(lambda: tool(TOOL))
             out[f'{name}_{n}'] = r
-            for d, _, _ in sorted(os.walk(top), key=lambda w: -len(w[0])):
-                os.rmdir(d)
+            remove(top)
     return out
 
 
@@ -124,8 +129,7 @@ def readers(before):
             break
         except OSError:
             time.sleep(0.1)
-    for d, _, _ in sorted(os.walk(top), key=lambda w: -len(w[0])):
-        os.rmdir(d)
+    remove(top)
     return out
 
 
