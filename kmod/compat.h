@@ -2,10 +2,18 @@
 /*
  * compat.h - every kernel difference the module depends on.
  *
+ * The module calls the mainline API by its current names. Where a kernel
+ * lacks one, this file defines it under that name, from the older
+ * interface, so that the rest of the module reads as upstream code and
+ * dropping this file is the whole upstream diff. Only what mainline has no
+ * single call for is a cge_ helper here.
+ *
  * Decided by the feature probes of kmod/probes.mk (CGE_HAVE_*: what the
  * kernel's headers provide, so backports are followed), and by
  * LINUX_VERSION_CODE only where no probe can tell. No other file tests
- * either. Each helper names the kernel release that changed the interface.
+ * either. A name is defined only where its probe says it is missing, so it
+ * never clashes with the kernel's own. Each entry names the release that
+ * changed the interface.
  */
 #ifndef CGE_COMPAT_H
 #define CGE_COMPAT_H
@@ -124,28 +132,27 @@ static inline const char *cge_kn_name(struct kernfs_node *kn)
 }
 
 /*
- * Inode timestamps: simple_inode_init_ts() since 6.7; before, i_atime and
- * i_mtime are fields, and ctime is set with inode_set_ctime_current() where
- * it exists (6.6 made i_ctime private; Debian's 6.1 has the helper too), or
- * is a field.
+ * simple_inode_init_ts() sets a new inode's three timestamps since 6.7,
+ * which made atime and mtime private; before, they are fields, and ctime is
+ * set with inode_set_ctime_current() where it exists (6.6 made i_ctime
+ * private; stable kernels have the helper too, as Debian's 6.1), or is a
+ * field.
  */
-static inline void cge_inode_touch(struct inode *inode)
+#if !CGE_HAVE_SIMPLE_INODE_INIT_TS
+static inline struct timespec64 simple_inode_init_ts(struct inode *inode)
 {
-#if CGE_HAVE_SIMPLE_INODE_INIT_TS
-	simple_inode_init_ts(inode);
-#elif CGE_HAVE_INODE_SET_CTIME_CURRENT
-	struct timespec64 now = inode_set_ctime_current(inode);
-
-	inode->i_atime = now;
-	inode->i_mtime = now;
+#if CGE_HAVE_INODE_SET_CTIME_CURRENT
+	struct timespec64 ts = inode_set_ctime_current(inode);
 #else
-	struct timespec64 now = current_time(inode);
+	struct timespec64 ts = current_time(inode);
 
-	inode->i_atime = now;
-	inode->i_mtime = now;
-	inode->i_ctime = now;
+	inode->i_ctime = ts;
 #endif
+	inode->i_atime = ts;
+	inode->i_mtime = ts;
+	return ts;
 }
+#endif
 
 /* dentry_operations.d_revalidate gained the parent inode and name in 6.14. */
 #if CGE_HAVE_D_REVALIDATE_DIR
@@ -157,21 +164,17 @@ static inline void cge_inode_touch(struct inode *inode)
 #endif
 
 /* super_block.s_d_op is private since 6.17: set it with set_default_d_op(). */
-static inline void cge_set_default_d_op(struct super_block *sb,
-					const struct dentry_operations *ops)
+#if !CGE_HAVE_SET_DEFAULT_D_OP
+static inline void set_default_d_op(struct super_block *s,
+				    const struct dentry_operations *ops)
 {
-#if CGE_HAVE_SET_DEFAULT_D_OP
-	set_default_d_op(sb, ops);
-#else
-	sb->s_d_op = ops;
-#endif
+	s->s_d_op = ops;
 }
+#endif
 
 /* generic_delete_inode() was renamed inode_just_drop() in 6.18. */
-#if CGE_HAVE_INODE_JUST_DROP
-#define cge_drop_inode inode_just_drop
-#else
-#define cge_drop_inode generic_delete_inode
+#if !CGE_HAVE_INODE_JUST_DROP
+#define inode_just_drop generic_delete_inode
 #endif
 
 /* rdmsrl_safe_on_cpu() was renamed rdmsrq_safe_on_cpu() in 6.16. Sleeps. */
