@@ -178,56 +178,49 @@ static inline void set_default_d_op(struct super_block *s,
 #endif
 
 /* rdmsrl_safe_on_cpu() was renamed rdmsrq_safe_on_cpu() in 6.16. Sleeps. */
-static inline int cge_rdmsr_on_cpu(unsigned int cpu, u32 msr, u64 *val)
-{
-#if CGE_HAVE_RDMSRQ
-	return rdmsrq_safe_on_cpu(cpu, msr, val);
-#else
-	return rdmsrl_safe_on_cpu(cpu, msr, val);
+#if !CGE_HAVE_RDMSRQ
+#define rdmsrq_safe_on_cpu rdmsrl_safe_on_cpu
 #endif
-}
+/* The former name, still called by kmod/emu.h. */
+#define cge_rdmsr_on_cpu rdmsrq_safe_on_cpu
 
-/* topology_max_die_per_package() was renamed in 6.9. */
-static inline unsigned int cge_max_dies_per_package(void)
-{
-#if CGE_HAVE_MAX_DIES
-	return topology_max_dies_per_package();
-#else
-	return topology_max_die_per_package();
+/*
+ * topology_max_die_per_package() was renamed
+ * topology_max_dies_per_package() in 6.9, and its type became unsigned.
+ */
+#if !CGE_HAVE_MAX_DIES
+#define topology_max_dies_per_package() \
+	((unsigned int)topology_max_die_per_package())
 #endif
-}
 
 /*
  * system_percpu_wq, the per-CPU system workqueue, replaced system_wq in 6.17
  * (128ea9f6ccfb; some stable kernels, as Debian's 6.12, have both names).
  */
-#if CGE_HAVE_SYSTEM_PERCPU_WQ
-#define cge_percpu_wq system_percpu_wq
-#else
-#define cge_percpu_wq system_wq
+#if !CGE_HAVE_SYSTEM_PERCPU_WQ
+#define system_percpu_wq system_wq
+#endif
+
+/* Housekeeping types are enum hk_type since 5.19, enum hk_flags before. */
+#if !CGE_HAVE_HK_TYPE
+#define HK_TYPE_TIMER HK_FLAG_TIMER
+#define HK_TYPE_DOMAIN HK_FLAG_DOMAIN
 #endif
 
 /*
- * Whether @cpu is left to the kernel's housekeeping: not isolated from its
- * timers (nohz_full=) nor from the scheduler's domains (isolcpus=, and on
- * 7.x an isolated cpuset partition, whose mask is replaced at run time and
- * read under RCU). enum hk_type since 5.19, enum hk_flags before.
+ * Whether @cpu is left to the kernel's housekeeping: isolated neither from
+ * its timers (nohz_full=) nor from the scheduler's domains (isolcpus=, and
+ * on 7.x an isolated cpuset partition). Mainline has no call for the two
+ * together. The domain mask of 7.x is replaced at run time and read under
+ * RCU, hence the read-side section around both checks.
  */
-#if CGE_HAVE_HK_TYPE
-#define CGE_HK_TIMER HK_TYPE_TIMER
-#define CGE_HK_DOMAIN HK_TYPE_DOMAIN
-#else
-#define CGE_HK_TIMER HK_FLAG_TIMER
-#define CGE_HK_DOMAIN HK_FLAG_DOMAIN
-#endif
-
 static inline bool cge_housekeeping_cpu(int cpu)
 {
 	bool hk;
 
 	rcu_read_lock();
-	hk = housekeeping_cpu(cpu, CGE_HK_TIMER) &&
-	     housekeeping_cpu(cpu, CGE_HK_DOMAIN);
+	hk = housekeeping_cpu(cpu, HK_TYPE_TIMER) &&
+	     housekeeping_cpu(cpu, HK_TYPE_DOMAIN);
 	rcu_read_unlock();
 	return hk;
 }
@@ -244,17 +237,12 @@ static inline bool cge_housekeeping_cpu(int cpu)
 #endif
 
 /*
- * Whether @p's state is TASK_RUNNING: task_is_running() from 5.14, where
- * task_struct.state became __state.
+ * task_is_running() came in 5.14, which renamed task_struct.state to
+ * __state; before, the state is read from the old field.
  */
-static inline bool cge_task_running(struct task_struct *p)
-{
-#if CGE_HAVE_TASK_IS_RUNNING
-	return task_is_running(p);
-#else
-	return READ_ONCE(p->state) == TASK_RUNNING;
+#if !CGE_HAVE_TASK_IS_RUNNING
+#define task_is_running(task)	(READ_ONCE((task)->state) == TASK_RUNNING)
 #endif
-}
 
 /*
  * @cpu's task clock (the runqueue's clock_task, se.exec_start's clock) at

@@ -438,7 +438,7 @@ static void cge_charge_open(struct cge_cpu *c, unsigned int cpu, u64 now,
 	 * put_prev_task() and sched_switch (over_ns).
 	 */
 	smp_rmb();	/* the runtime pair, then the state */
-	if (!cge_task_running(p))
+	if (!task_is_running(p))
 		return;
 	est = rt;
 	if (cge_clock_task(cpu, now, &task_now) && task_now > start)

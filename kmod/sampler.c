@@ -644,7 +644,7 @@ static void cge_queue_sample(unsigned long delay)
 			}
 		}
 	}
-	queue_delayed_work_on(cpu, cge_percpu_wq, &cge_work, delay);
+	queue_delayed_work_on(cpu, system_percpu_wq, &cge_work, delay);
 	cpus_read_unlock();
 }
 
