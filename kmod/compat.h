@@ -63,12 +63,18 @@
 	struct task_struct *next
 #endif
 
-/*
- * A cgroup of the default hierarchy by id, with a reference, or NULL once it
- * is removed. cgroup_get_from_id() returns ERR_PTR on failure since 6.1,
- * NULL before; 5.10 has no lookup by id that modules can call, so the
- * children of @parent (the cgroup's parent, when known) are searched under
- * RCU, or without it the whole hierarchy: O(children), or O(cgroups).
+/**
+ * cge_cgroup_get_from_id() - a default-hierarchy cgroup by id
+ * @id: the cgroup's id
+ * @parent: its parent, if known, else NULL
+ *
+ * cgroup_get_from_id() with one meaning on every kernel: it returns ERR_PTR
+ * on failure since 6.1 and NULL before, and 5.10 exports no lookup by id at
+ * all. There the children of @parent are searched under RCU, or without a
+ * parent the whole hierarchy: O(children), or O(cgroups). Like
+ * cgroup_get_from_id(), it does not return a removed cgroup.
+ *
+ * Return: the cgroup with a reference held, or NULL.
  */
 static inline struct cgroup *cge_cgroup_get_from_id(u64 id,
 						    struct cgroup *parent)
@@ -103,9 +109,10 @@ static inline struct cgroup *cge_cgroup_get_from_id(u64 id,
 }
 
 /*
- * AMD's RAPL bit, CPUID 0x80000007 EDX bit 14: X86_FEATURE_RAPL where the
- * kernel names it (not in 5.10), else that bit of the leaf the kernel keeps
- * in x86_power.
+ * Whether the CPU has AMD's RAPL interface, CPUID 0x80000007 EDX bit 14.
+ * Kernels that name it (not 5.10) set X86_FEATURE_RAPL from that bit; the
+ * others keep the leaf in x86_power, so the bit is read there. A helper
+ * rather than X86_FEATURE_RAPL itself: on 5.10 no capability word holds it.
  */
 static inline bool cge_cpu_has_amd_rapl(void)
 {
@@ -117,10 +124,12 @@ static inline bool cge_cpu_has_amd_rapl(void)
 }
 
 /*
- * kernfs_node->name is a plain pointer in 6.1 and 6.12; 6.15 made it
- * RCU-protected. Callers hold rcu_read_lock(). cgroup v2 directories are
- * never renamed (no .rename in its kernfs syscall ops), so the name a
- * cgroup's node has lives as long as the node.
+ * The name of kernfs node @kn. kernfs_node->name is a plain pointer before
+ * 6.15, RCU-protected since; the accessor kernfs uses, kernfs_rcu_name(),
+ * is private to fs/kernfs/, so the module has its own. Callers hold
+ * rcu_read_lock(). cgroup v2 directories are never renamed (no .rename in
+ * its kernfs syscall ops), so the name a cgroup's node has lives as long as
+ * the node.
  */
 static inline const char *cge_kn_name(struct kernfs_node *kn)
 {
@@ -227,8 +236,9 @@ static inline bool cge_housekeeping_cpu(int cpu)
 
 /*
  * The taint of a kernel that ran test code (the RAPL emulator of test
- * builds): TAINT_TEST where it exists (not in 5.10), else the taint a user
- * asks for.
+ * builds): TAINT_TEST where it exists (not in 5.10), else TAINT_USER, the
+ * taint a user asks for. A name of its own, not TAINT_TEST defined on 5.10:
+ * there the kernel is tainted with another flag than the name says.
  */
 #if CGE_HAVE_TAINT_TEST
 #define CGE_TAINT_EMU TAINT_TEST
@@ -247,11 +257,11 @@ static inline bool cge_housekeeping_cpu(int cpu)
 /*
  * @cpu's task clock (the runqueue's clock_task, se.exec_start's clock) at
  * @now, @cpu's sched_clock, in @task_now; false if it cannot be known here.
- * It is @now itself on kernels that take no interrupt time
- * (CONFIG_IRQ_TIME_ACCOUNTING) and no steal time
- * (CONFIG_PARAVIRT_TIME_ACCOUNTING) out of it, as Debian's (none builds
- * either). Where one is built in, what it took out is in no counter another
- * CPU can read exactly (kernel_cpustat's lags, and x86 stops taking
+ * The task clock is private to the scheduler. It is @now itself on kernels
+ * that take no interrupt time (CONFIG_IRQ_TIME_ACCOUNTING) and no steal
+ * time (CONFIG_PARAVIRT_TIME_ACCOUNTING) out of it, as Debian's (none
+ * builds either). Where one is built in, what it took out is in no counter
+ * another CPU can read exactly (kernel_cpustat's lags, and x86 stops taking
  * interrupt time out when the TSC is unstable): false. A config decision:
  * no header tells it better.
  */
