@@ -621,14 +621,12 @@ static void cge_sample_now(void)
  * that loads the module), if that CPU is left to the kernel's housekeeping
  * (cge_housekeeping_cpu(): not isolated by nohz_full=, isolcpus= or, on
  * 7.x, an isolated cpuset partition), else on the first online one that
- * is: its
- * timer fires there and its worker runs there, so the sampler wakes no
- * other CPU by an IPI and never runs on an isolated one. (On the unbound
- * workqueue, 7.2 with nohz_full=1 ran it on the tickless CPU, 10 IPIs a
- * second to it, and without nohz_full woke an idle CPU for it by an IPI.)
- * Under cpus_read_lock(): the CPU stays online until its timer is armed. A
- * sample is short work (tens of µs to a few ms with thousands of active
- * cgroups), which a per-CPU worker may hold.
+ * is: its timer fires there and its worker runs there, so the sampler
+ * wakes no other CPU by an IPI and never runs on an isolated one. The
+ * unbound workqueue gives neither: it may run the work on any CPU, a
+ * tickless or an idle one included. Under cpus_read_lock(): the CPU stays
+ * online until its timer is armed. A sample is short work, which a
+ * per-CPU worker may hold.
  */
 static void cge_queue_sample(unsigned long delay)
 {
@@ -644,7 +642,7 @@ static void cge_queue_sample(unsigned long delay)
 			}
 		}
 	}
-	queue_delayed_work_on(cpu, cge_percpu_wq, &cge_work, delay);
+	queue_delayed_work_on(cpu, system_percpu_wq, &cge_work, delay);
 	cpus_read_unlock();
 }
 
@@ -652,14 +650,13 @@ static void cge_queue_sample(unsigned long delay)
  * Samples are due every interval_ms from the previous due time, not from when
  * the previous one finished: the delay is what is left of the period, rounded
  * up to whole jiffies, so the sample's own time and the timer's rounding do
- * not add up (10 ms asked for gave a sample every 16 ms at HZ=250 when each
- * period was counted from the end of the last sample). A sample serves the
- * due time it was queued for, however late it runs; the due times that pass
- * before it ends are missed and counted as overruns, and the next sample is
- * queued for the first due time still ahead, so samples + overruns is the
- * number of due times. The timer fires on a tick: a sample can start up to
- * a tick before or after its due time. A new interval_ms applies from the
- * sample already queued, which keeps the old one.
+ * not add up to a longer period. A sample serves the due time it was queued
+ * for, however late it runs; the due times that pass before it ends are
+ * missed and counted as overruns, and the next sample is queued for the
+ * first due time still ahead, so samples + overruns is the number of due
+ * times. The timer fires on a tick: a sample can start up to a tick before
+ * or after its due time. A new interval_ms applies from the sample already
+ * queued, which keeps the old one.
  */
 static void cge_sample_fn(struct work_struct *work)
 {
