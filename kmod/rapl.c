@@ -217,8 +217,15 @@ const struct cge_source *cge_rapl_detect(unsigned int cpu)
 		pr_info("running under a hypervisor: RAPL is rarely passed through\n");
 	cge_family = c->x86;
 	cge_model = c->x86_model;
-	if (c->x86_vendor == X86_VENDOR_INTEL &&
-	    cge_intel_rapl_id(c->x86, c->x86_model)) {
+	if (c->x86_vendor == X86_VENDOR_INTEL) {
+		/*
+		 * A model the kernel's table does not list (a new one, or a
+		 * server whose RAPL it reads through TPMI) is tried all the
+		 * same: the unit and counter checks below decide.
+		 */
+		if (!cge_intel_rapl_id(c->x86, c->x86_model))
+			pr_info("Intel family %u model 0x%02x is not in the RAPL model table: trying its RAPL MSRs, no unit quirks\n",
+				c->x86, c->x86_model);
 		cge_is_amd = false;
 		unit_msr = CGE_MSR_RAPL_POWER_UNIT;
 		cge_msr[CGE_DOM_PKG] = CGE_MSR_PKG_ENERGY_STATUS;
