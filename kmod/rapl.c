@@ -21,6 +21,7 @@
 #include "compat.h"
 #include "source.h"
 #include "emu.h"
+#include "rapl_ids.h"
 
 static bool cge_is_amd;
 static u32 cge_family, cge_model;
@@ -180,25 +181,6 @@ void cge_rapl_exit(void)
 	cge_core_ctr = NULL;
 }
 
-/* Intel parts with RAPL MSRs: family 6 models the kernel's rapl drivers know. */
-static bool cge_intel_has_rapl(u32 model)
-{
-	static const u8 models[] = {
-		0x2a, 0x2d, 0x3a, 0x3c, 0x3e, 0x3f, 0x45, 0x46, 0x47, 0x4f,
-		0x4c, 0x4d, 0x56, 0x55, 0x4e, 0x5e, 0x57, 0x5c, 0x5f, 0x66,
-		0x6a, 0x6c, 0x7a, 0x7d, 0x7e, 0x85, 0x86, 0x8a, 0x8c, 0x8d,
-		0x8e, 0x8f, 0x96, 0x97, 0x9a, 0x9c, 0x9e, 0xa5, 0xa6, 0xa7,
-		0xaa, 0xac, 0xad, 0xae, 0xaf, 0xb5, 0xb7, 0xba, 0xbd, 0xbe,
-		0xbf, 0xc5, 0xc6, 0xcf,
-	};
-	int i;
-
-	for (i = 0; i < ARRAY_SIZE(models); i++)
-		if (models[i] == model)
-			return true;
-	return false;
-}
-
 /*
  * AMD family 17h (Zen, Zen 2), 19h (Zen 3, 4) and 1Ah (Zen 5), Hygon family
  * 18h: the RAPL MSRs of their PPRs, matched by family as the kernel's
@@ -235,8 +217,15 @@ const struct cge_source *cge_rapl_detect(unsigned int cpu)
 		pr_info("running under a hypervisor: RAPL is rarely passed through\n");
 	cge_family = c->x86;
 	cge_model = c->x86_model;
-	if (c->x86_vendor == X86_VENDOR_INTEL && c->x86 == 6 &&
-	    cge_intel_has_rapl(c->x86_model)) {
+	if (c->x86_vendor == X86_VENDOR_INTEL) {
+		/*
+		 * A model the kernel's table does not list (a new one, or a
+		 * server whose RAPL it reads through TPMI) is tried all the
+		 * same: the unit and counter checks below decide.
+		 */
+		if (!cge_intel_rapl_id(c->x86, c->x86_model))
+			pr_info("Intel family %u model 0x%02x is not in the RAPL model table: trying its RAPL MSRs, no unit quirks\n",
+				c->x86, c->x86_model);
 		cge_is_amd = false;
 		unit_msr = CGE_MSR_RAPL_POWER_UNIT;
 		cge_msr[CGE_DOM_PKG] = CGE_MSR_PKG_ENERGY_STATUS;

@@ -608,16 +608,8 @@ static void cge_sample_locked(void)
 	cge_snap_sampled(cge_sampler_health.samples, cge_step.end_ns);
 }
 
-/* A sample now (module exit, suspend): it empties every CPU's cache. */
-static void cge_sample_now(void)
-{
-	mutex_lock(&cge_lock);
-	cge_sample_locked();
-	mutex_unlock(&cge_lock);
-}
-
 /*
- * Queue the next sample on the CPU the sampler runs on (at load, the CPU
+ * The CPU samples run on: the one the sampler runs on (at load, the CPU
  * that loads the module), if that CPU is left to the kernel's housekeeping
  * (cge_housekeeping_cpu(): not isolated by nohz_full=, isolcpus= or, on
  * 7.x, an isolated cpuset partition), else on the first online one that
@@ -625,14 +617,13 @@ static void cge_sample_now(void)
  * wakes no other CPU by an IPI and never runs on an isolated one. The
  * unbound workqueue gives neither: it may run the work on any CPU, a
  * tickless or an idle one included. Under cpus_read_lock(): the CPU stays
- * online until its timer is armed. A sample is short work, which a
- * per-CPU worker may hold.
+ * online until the work (or its timer) is queued. A sample is short work,
+ * which a per-CPU worker may hold.
  */
-static void cge_queue_sample(unsigned long delay)
+static int cge_sample_cpu(void)
 {
 	int cpu, hk;
 
-	cpus_read_lock();
 	cpu = raw_smp_processor_id();
 	if (!cpu_online(cpu) || !cge_housekeeping_cpu(cpu)) {
 		for_each_online_cpu(hk) {
@@ -642,8 +633,41 @@ static void cge_queue_sample(unsigned long delay)
 			}
 		}
 	}
-	queue_delayed_work_on(cpu, system_percpu_wq, &cge_work, delay);
+	return cpu;
+}
+
+static void cge_queue_sample(unsigned long delay)
+{
+	cpus_read_lock();
+	queue_delayed_work_on(cge_sample_cpu(), system_percpu_wq, &cge_work,
+			      delay);
 	cpus_read_unlock();
+}
+
+static void cge_sample_now_fn(struct work_struct *work)
+{
+	mutex_lock(&cge_lock);
+	cge_sample_locked();
+	mutex_unlock(&cge_lock);
+}
+
+static DECLARE_WORK(cge_now_work, cge_sample_now_fn);
+
+/*
+ * A sample now (module exit, suspend): it empties every CPU's cache. It
+ * runs in a worker, as the periodic ones do, and not in the calling task:
+ * a sample looks up the cgroups it has not seen yet with
+ * cgroup_get_from_id(), which (6.0 on) finds only those inside the calling
+ * task's cgroup namespace, and the task that suspends the machine or
+ * unloads the module may be in a container's. Workers are in the initial
+ * namespace, so every sample charges the same cgroups whoever starts it.
+ */
+static void cge_sample_now(void)
+{
+	cpus_read_lock();
+	queue_work_on(cge_sample_cpu(), system_percpu_wq, &cge_now_work);
+	cpus_read_unlock();
+	flush_work(&cge_now_work);
 }
 
 /*

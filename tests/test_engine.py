@@ -487,6 +487,16 @@ def test_resume_resynchronises(res):
     assert r['resyncs'] == 1 and r['root_ok'], r
 
 
+def test_suspend_from_a_namespace_charges_cgroups_outside_it(res):
+    # the PM notifier's sample, in a task inside a cgroup namespace, charges
+    # a cgroup outside it that no sample had seen to that cgroup, not to an
+    # ancestor (cgroup_get_from_id() checks the caller's namespace, 6.0+)
+    r = ok(res, 's_suspend_ns')
+    assert r['rc'] == 0, r['err']
+    assert r['samples'] == 1, r            # premise: the suspend's sample only
+    assert close(r['usage'], r['kernel'], 0.05, 20_000), r
+
+
 def test_root_terms_self_consistent(res):
     # total_uj = energy + idle + irq + softirq + steal in every read of the
     # root: one record's terms against each other, not against a reference

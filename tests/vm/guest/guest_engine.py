@@ -559,6 +559,30 @@ def s_suspend(ctx):
             'root_ok': root_terms_add_up(read_root())}
 
 
+def s_suspend_ns(ctx):
+    """A suspend started by a task in a cgroup namespace: the PM notifier's
+    sample runs in that task, and the cgroups it first sees there are
+    outside the namespace ('nsq/out/new' against a namespace rooted at
+    'nsq/in'). With a 10 s interval, no periodic sample runs between the
+    work in 'new' and the suspend ('samples' counts the suspend's only)."""
+    mkcg('nsq/in', 'nsq/out')
+    old = get_param('interval_ms')
+    set_interval(10000)
+    n = info()['samples']
+    mkcg('nsq/out/new')
+    W.run('nsq/out/new', 'busy', 0.5)
+    p = sh(f"sh -c 'echo $$ > {CG}/nsq/in/cgroup.procs; exec unshare -C "
+           f"sh -c \"{PM_TEST_DELAY} && echo freezer > /sys/power/pm_test && "
+           "echo freeze > /sys/power/state; rc=\\$?; "
+           "echo none > /sys/power/pm_test; exit \\$rc\"'", check=False)
+    samples = info()['samples'] - n
+    set_interval(old)
+    settle()
+    return {'rc': p.returncode, 'err': p.stderr, 'samples': samples,
+            'usage': stat('nsq/out/new')['usage_usec'],
+            'kernel': cpu_usage('nsq/out/new')}
+
+
 def s_quiet(ctx):
     """An idle CPU is not woken to be drained, and its idle time counts.
     The window starts and ends just after a sample, each end one snapshot
@@ -807,7 +831,7 @@ if __name__ == '__main__':
            'cgwork': CGWORK}
     scenarios([s_drain_base, s_load_params, s_load, s_equal_pinned, s_twice,
                s_parent_sum, s_removed_child, s_removed_tree, s_overflow, s_permissions,
-               s_namespace, s_view, s_readdir, s_tree, s_bad_input, s_churn, s_hotplug, s_suspend, s_quiet,
+               s_namespace, s_view, s_readdir, s_tree, s_bad_input, s_churn, s_hotplug, s_suspend, s_suspend_ns, s_quiet,
                s_systime,
                s_conservation,
                s_energystat, s_live_view, s_drain, s_unload], ctx,
