@@ -174,15 +174,10 @@ static inline void cge_set_default_d_op(struct super_block *sb,
 #define cge_drop_inode generic_delete_inode
 #endif
 
-/* rdmsrl_safe_on_cpu() was renamed rdmsrq_safe_on_cpu() in 6.16. Sleeps. */
-static inline int cge_rdmsr_on_cpu(unsigned int cpu, u32 msr, u64 *val)
-{
-#if CGE_HAVE_RDMSRQ
-	return rdmsrq_safe_on_cpu(cpu, msr, val);
-#else
-	return rdmsrl_safe_on_cpu(cpu, msr, val);
+/* rdmsrl_safe() was renamed rdmsrq_safe() in 6.16. */
+#if !CGE_HAVE_RDMSRQ
+#define rdmsrq_safe rdmsrl_safe
 #endif
-}
 
 /* topology_max_die_per_package() was renamed in 6.9. */
 static inline unsigned int cge_max_dies_per_package(void)
