@@ -186,12 +186,10 @@ static inline void set_default_d_op(struct super_block *s,
 #define inode_just_drop generic_delete_inode
 #endif
 
-/* rdmsrl_safe_on_cpu() was renamed rdmsrq_safe_on_cpu() in 6.16. Sleeps. */
+/* rdmsrl_safe() was renamed rdmsrq_safe() in 6.16. */
 #if !CGE_HAVE_RDMSRQ
-#define rdmsrq_safe_on_cpu rdmsrl_safe_on_cpu
+#define rdmsrq_safe rdmsrl_safe
 #endif
-/* The former name, still called by kmod/emu.h. */
-#define cge_rdmsr_on_cpu rdmsrq_safe_on_cpu
 
 /*
  * topology_max_die_per_package() was renamed

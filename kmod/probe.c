@@ -595,7 +595,9 @@ static int cge_cpu_offline(unsigned int cpu)
 
 /*
  * A task that moves itself to another cgroup (as `echo $$ > cgroup.procs`,
- * systemd and container runtimes do before exec): charge its runtime so far
+ * systemd and container runtimes do before exec), or moves its whole
+ * process (the tracepoint names the process's leader, whichever of its
+ * threads wrote cgroup.procs): charge its runtime so far
  * to the cgroup it leaves, as cpu.stat does. Process context, after the move
  * (the tracepoint fires once cgroup_migrate() has committed, in 6.1 as in
  * mainline), so the cgroup left and its parent are those recorded in @c, not
@@ -609,7 +611,8 @@ static void cge_attach_probe(void *data, struct cgroup *dst, const char *path,
 	struct cge_cpu *c;
 	unsigned long flags;
 
-	if (task != current)
+	if (task != current &&
+	    !(threadgroup && same_thread_group(task, current)))
 		return;
 	c = get_cpu_ptr(cge_cpus);
 	raw_spin_lock_irqsave(&c->lock, flags);

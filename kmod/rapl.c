@@ -14,6 +14,7 @@
 #include <linux/bitops.h>
 #include <linux/slab.h>
 #include <linux/cpumask.h>
+#include <linux/smp.h>
 #include <asm/msr.h>
 #include <asm/processor.h>
 #include <asm/cpufeature.h>
@@ -51,10 +52,37 @@ u32 cge_rapl_domain_unit_esu(int d)
 				   cge_unit_esu);
 }
 
-/* The MSR read; the test build's emulated hardware answers it (emu.c). */
+static void cge_rdmsr_batch_fn(void *b)
+{
+	cge_emu_read_here(b);
+}
+
+/*
+ * Read @b's registers on @cpu, all in one cross-call: no IPI if @cpu is
+ * this CPU. The test build's emulated hardware answers them (emu.h).
+ * Return: 0 (each read's own error is in @b->err), or -ENXIO if @cpu is
+ * offline.
+ */
+static int cge_rdmsr_batch(unsigned int cpu, struct cge_msr_batch *b)
+{
+	int err;
+
+	b->from = get_cpu();
+	err = smp_call_function_single(cpu, cge_rdmsr_batch_fn, b, 1);
+	put_cpu();
+	return err;
+}
+
+/* One register, read on @cpu. */
 static int cge_rdmsr(unsigned int cpu, u32 msr, u64 *val)
 {
-	return cge_emu_rdmsr(cpu, msr, val);
+	struct cge_msr_batch b = { .n = 1, .msr = { msr } };
+	int err = cge_rdmsr_batch(cpu, &b);
+
+	if (err)
+		return err;
+	*val = b.val[0];
+	return b.err[0];
 }
 
 /* A domain is present if its counter reads and is not stuck at zero. */
@@ -65,50 +93,69 @@ static bool cge_domain_present(unsigned int cpu, u32 msr)
 	return msr && !cge_rdmsr(cpu, msr, &v) && (v & CGE_RAPL_COUNTER_MASK);
 }
 
-static void cge_rapl_read(struct cge_pkg *pkg, u64 capacity_ns, u64 busy_ns,
-			  struct cge_energy *out)
+/*
+ * The domains @pkg's reader reads: PSYS is platform-wide, read once with
+ * the first package (the sampler shares it out); AMD's cores are read per
+ * core. Their registers into @b, their domains into @dom.
+ */
+static void cge_rapl_batch(const struct cge_pkg *pkg, struct cge_msr_batch *b,
+			   int *dom)
 {
 	int d;
-	u64 raw;
 
-	memset(out, 0, sizeof(*out));
+	BUILD_BUG_ON(CGE_DOM_NR > CGE_MSR_BATCH_MAX);
+	b->n = 0;
 	for_each_set_bit(d, &cge_rapl_domains, CGE_DOM_NR) {
-		struct cge_rapl_counter *c = &pkg->ctr[d];
-
-		/*
-		 * PSYS is platform-wide: read once, with the first package
-		 * (the sampler shares it out); AMD's cores are read per core.
-		 */
 		if ((d == CGE_DOM_PSYS && pkg->id) ||
 		    (d == CGE_DOM_CORE && cge_core_ctr))
 			continue;
-		if (cge_rdmsr(pkg->read_cpu, cge_msr[d], &raw)) {
+		dom[b->n] = d;
+		b->msr[b->n++] = cge_msr[d];
+	}
+}
+
+/* All of @pkg's domains in one cross-call to its read_cpu. */
+static void cge_rapl_read(struct cge_pkg *pkg, u64 capacity_ns, u64 busy_ns,
+			  struct cge_energy *out)
+{
+	struct cge_msr_batch b;
+	int dom[CGE_DOM_NR];
+	unsigned int i;
+	int err;
+
+	memset(out, 0, sizeof(*out));
+	cge_rapl_batch(pkg, &b, dom);
+	err = cge_rdmsr_batch(pkg->read_cpu, &b);
+	for (i = 0; i < b.n; i++) {
+		struct cge_rapl_counter *c = &pkg->ctr[dom[i]];
+
+		if (err || b.err[i]) {
 			cge_source_health.read_errors++;
 			continue;
 		}
-		if (c->primed && cge_rapl_raw_wrapped(c->last_raw, raw))
+		if (c->primed && cge_rapl_raw_wrapped(c->last_raw, b.val[i]))
 			cge_source_health.wraps++;
-		out->dom_uj[d] = cge_rapl_counter_delta_uj(c, raw);
+		out->dom_uj[dom[i]] = cge_rapl_counter_delta_uj(c, b.val[i]);
 	}
 	out->headline_uj = out->dom_uj[CGE_DOM_PKG] + out->dom_uj[CGE_DOM_DRAM];
 }
 
 static void cge_rapl_resync(struct cge_pkg *pkg)
 {
-	int d;
-	u64 raw;
+	struct cge_msr_batch b;
+	int dom[CGE_DOM_NR];
+	unsigned int i;
+	int err;
 
-	for_each_set_bit(d, &cge_rapl_domains, CGE_DOM_NR) {
-		/* as cge_rapl_read(): PSYS with the first package only */
-		if ((d == CGE_DOM_PSYS && pkg->id) ||
-		    (d == CGE_DOM_CORE && cge_core_ctr))
-			continue;
+	cge_rapl_batch(pkg, &b, dom);
+	err = cge_rdmsr_batch(pkg->read_cpu, &b);
+	for (i = 0; i < b.n; i++) {
 		/* on failure the next good read primes it: no delta */
-		if (cge_rdmsr(pkg->read_cpu, cge_msr[d], &raw)) {
+		if (err || b.err[i]) {
 			cge_source_health.read_errors++;
-			pkg->ctr[d].primed = false;
+			pkg->ctr[dom[i]].primed = false;
 		} else {
-			cge_rapl_counter_resync(&pkg->ctr[d], raw);
+			cge_rapl_counter_resync(&pkg->ctr[dom[i]], b.val[i]);
 		}
 	}
 }

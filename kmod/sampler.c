@@ -233,29 +233,63 @@ static u64 cge_slot_weight(const struct cge_slot *sl, int split)
 }
 
 /*
+ * Where the counter of @cpu's core is read: on the sampler's own CPU if it
+ * is of that core (no IPI), else on @ran (a CPU of the core that ran a task
+ * this interval, or -1) or another online CPU of the core, one the operator
+ * left to housekeeping: an isolated CPU is not interrupted for it.
+ * Return: the CPU, or -1 if the core's online CPUs are all isolated.
+ */
+static int cge_core_read_cpu(unsigned int cpu, int ran)
+{
+	const struct cpumask *sibs = topology_sibling_cpumask(cpu);
+	unsigned int me = raw_smp_processor_id(), sib;
+
+	if (cpumask_test_cpu(me, sibs))
+		return me;
+	if (ran >= 0 && cge_housekeeping_cpu(ran))
+		return ran;
+	for_each_cpu_and(sib, sibs, cpu_online_mask)
+		if (cge_housekeeping_cpu(sib))
+			return sib;
+	return -1;
+}
+
+/*
  * The energy of @cpu's core since its counter was last read, into @uj, and
  * the CPU time of its CPUs over that span, into @span_ns (@now_ns, their time
- * this interval, included). The counter is read on @on, a CPU of the core
- * that ran a task this interval, or, if none did (@on < 0), on @cpu if it
- * was never read (since load or resume) or not for CGE_CORE_UNREAD_MAX_NS.
+ * this interval, included). The counter is read if a CPU of the core ran a
+ * task this interval (@ran, or -1), or if it was never read (since load or
+ * resume) or not for CGE_CORE_UNREAD_MAX_NS; on the CPU
+ * cge_core_read_cpu() gives. A core whose CPUs are all isolated is not
+ * read (counted: energy.info's isolated_core_skips): its tasks have no
+ * per-core energy, and its next reading only starts the counter afresh.
  * Return: false if it was not read: its energy stays in the counter, and
  * its CPUs' time with it, for the next reading.
  */
-static bool cge_core_energy(unsigned int cpu, int on, u64 now_ns, u64 *uj,
+static bool cge_core_energy(unsigned int cpu, int ran, u64 now_ns, u64 *uj,
 			    u64 *span_ns)
 {
 	unsigned int k = cge_topo_core(cpu);
 	u64 now = ktime_get_ns(), raw = 0;
 	struct cge_core *core;
+	int at;
 
 	if (k == CGE_TOPO_NONE)
 		return false;
 	core = &cge_cores[k];
 	core->unread_ns += now_ns;
-	if (on < 0 && core->read_ns &&
+	if (ran < 0 && core->read_ns &&
 	    now - core->read_ns <= CGE_CORE_UNREAD_MAX_NS)
 		return false;
-	if (cge_source->read_core(on < 0 ? cpu : on, &raw)) {
+	at = cge_core_read_cpu(cpu, ran);
+	if (at < 0) {
+		cge_source_health.core_skips++;
+		core->skipped = true;
+		/* as a failed read: not again before the limit, unless it runs */
+		core->read_ns = now;
+		return false;
+	}
+	if (cge_source->read_core(at, &raw)) {
 		cge_source_health.read_errors++;
 		/* not again before CGE_CORE_UNREAD_MAX_NS, unless it runs */
 		core->read_ns = now;
@@ -265,6 +299,11 @@ static bool cge_core_energy(unsigned int cpu, int on, u64 now_ns, u64 *uj,
 	*span_ns = core->unread_ns;
 	core->unread_ns = 0;
 	core->read_ns = now;
+	if (core->skipped) {
+		/* unread for an unknown span, wraps included: start afresh */
+		core->skipped = false;
+		return false;
+	}
 	return true;
 }
 
@@ -355,7 +394,7 @@ static void cge_drain_pkg(struct cge_pkg *pkg, unsigned int *n,
 {
 	bool cores = cge_source->read_core;
 	struct cpumask *done = &cge_done;
-	unsigned int cpu, sib, nr, me;
+	unsigned int cpu, sib, nr;
 	u64 now_ns, busy, uj = 0, span = 0;
 	bool per_core;
 	int ran;
@@ -381,15 +420,6 @@ static void cge_drain_pkg(struct cge_pkg *pkg, unsigned int *n,
 				nr++;
 			}
 		}
-		/*
-		 * its counter read here, with no IPI, if this is the core (the
-		 * sampler's worker is bound to its CPU, cge_queue_sample(),
-		 * unless that CPU went offline; the read checks again where
-		 * it runs)
-		 */
-		me = raw_smp_processor_id();
-		if (ran >= 0 && cpumask_test_cpu(me, topology_sibling_cpumask(cpu)))
-			ran = me;
 		per_core = cores && cpu_online(cpu) &&
 			   cge_core_energy(cpu, ran, now_ns, &uj, &span);
 		cge_fold(cge_cs, nr, per_core, uj, span - min(span, busy), n,
@@ -495,6 +525,29 @@ static void cge_share_psys(const struct cge_pkg *pkg, struct cge_energy *e)
 }
 
 /*
+ * Where @pkg's counters are read: on the sampler's own CPU if it is one of
+ * @pkg's (no IPI), else on the first online CPU of @pkg that the operator
+ * left to housekeeping, so that no isolated CPU is interrupted for it. A
+ * package whose online CPUs are all isolated is read on the first of them
+ * (counted: energy.info's isolated_cpu_reads). Return: nr_cpu_ids if no
+ * CPU of @pkg is online.
+ */
+static unsigned int cge_pkg_read_cpu(const struct cge_pkg *pkg)
+{
+	unsigned int me = raw_smp_processor_id(), cpu;
+
+	if (cpumask_test_cpu(me, &pkg->cpus) && cpu_online(me))
+		return me;
+	for_each_cpu_and(cpu, &pkg->cpus, cpu_online_mask)
+		if (cge_housekeeping_cpu(cpu))
+			return cpu;
+	cpu = cpumask_first_and(&pkg->cpus, cpu_online_mask);
+	if (cpu < nr_cpu_ids)
+		cge_source_health.isolated_reads++;
+	return cpu;
+}
+
+/*
  * Read @pkg's energy for this interval and split it between the @n charged
  * records, @sys's kinds and idle; @idle_ns is its CPUs' idle time.
  * Interrupts and softirqs count as busy for the power model, steal as idle:
@@ -507,7 +560,7 @@ static noinline void cge_split_pkg(struct cge_pkg *pkg, unsigned int n,
 	u64 active_ns = sys->ns[CGE_SYS_IRQ] + sys->ns[CGE_SYS_SOFTIRQ];
 	u64 busy_ns, lost_ns, idle_uj, sys_uj[CGE_SYS_NR];
 	struct cge_energy e;
-	unsigned int i, k, me;
+	unsigned int i, k;
 
 	BUILD_BUG_ON(CGE_SYS_NR > CGE_SPLIT_MAX_KINDS);
 	busy_ns = cge_collect(n, READ_ONCE(cge_split_param));
@@ -518,10 +571,7 @@ static noinline void cge_split_pkg(struct cge_pkg *pkg, unsigned int n,
 	cge_lost_ns = 0;
 	cge_grow_failed = false;
 
-	/* read by the sampler's own CPU where it is in @pkg: no IPI */
-	me = raw_smp_processor_id();
-	pkg->read_cpu = cpumask_test_cpu(me, &pkg->cpus) && cpu_online(me) ?
-			me : cpumask_first_and(&pkg->cpus, cpu_online_mask);
+	pkg->read_cpu = cge_pkg_read_cpu(pkg);
 	memset(&e, 0, sizeof(e));
 	if (pkg->read_cpu >= nr_cpu_ids) {
 		/* Unread while no CPU of it is online: start afresh after. */
@@ -563,7 +613,7 @@ static void cge_init_pkgs(unsigned int from)
 
 	for (; from < cge_npkg; from++) {
 		pkg = &cge_pkgs[from];
-		pkg->read_cpu = cpumask_first_and(&pkg->cpus, cpu_online_mask);
+		pkg->read_cpu = cge_pkg_read_cpu(pkg);
 		if (pkg->read_cpu < nr_cpu_ids) {
 			cge_source->init_pkg(pkg);
 		} else {
@@ -729,8 +779,7 @@ static void cge_sampler_resume(void)
 	mutex_lock(&cge_lock);
 	cpus_read_lock();
 	for (p = 0; p < cge_npkg; p++) {
-		cge_pkgs[p].read_cpu = cpumask_first_and(&cge_pkgs[p].cpus,
-							 cpu_online_mask);
+		cge_pkgs[p].read_cpu = cge_pkg_read_cpu(&cge_pkgs[p]);
 		/* one without an online CPU stays or becomes stale */
 		cge_pkgs[p].stale |= cge_pkgs[p].read_cpu >= nr_cpu_ids;
 		if (!cge_pkgs[p].stale)
@@ -743,6 +792,7 @@ static void cge_sampler_resume(void)
 		for (k = 0; k < nr_cpu_ids; k++) {
 			cge_cores[k].unread_ns = 0;
 			cge_cores[k].read_ns = 0;
+			cge_cores[k].skipped = false;
 		}
 	}
 	cge_source_health.resyncs++;
@@ -809,8 +859,7 @@ int cge_sampler_init(void)
 	if (ret)
 		return ret;
 	cpus_read_lock();
-	cge_pkgs[0].read_cpu = cpumask_first_and(&cge_pkgs[0].cpus,
-						 cpu_online_mask);
+	cge_pkgs[0].read_cpu = cge_pkg_read_cpu(&cge_pkgs[0]);
 	ret = cge_choose_source();
 	if (!ret)
 		cge_init_pkgs(0);

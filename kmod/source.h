@@ -50,8 +50,8 @@ struct cge_source {
 	void (*resync)(struct cge_pkg *pkg);
 	/*
 	 * Per-core energy (AMD), or all NULL; it is the CGE_DOM_CORE domain.
-	 * read_core() reads the counter of @cpu's core, by an IPI if @cpu
-	 * is not this CPU (sleeps). core_delta()
+	 * read_core() reads the counter of @cpu's core, in a cross-call if
+	 * @cpu is not this CPU. core_delta()
 	 * turns a raw value of core @core into µJ since its previous value;
 	 * core_resync() makes the next value of every core start afresh.
 	 */
@@ -60,11 +60,18 @@ struct cge_source {
 	void (*core_resync)(void);
 };
 
-/* Health counters, shown in energy.info. */
+/*
+ * Health counters, shown in energy.info. isolated_reads: package reads
+ * done on an isolated CPU, the package having no housekeeping CPU online;
+ * core_skips: per-core counters left unread, their core's CPUs all
+ * isolated.
+ */
 struct cge_source_health {
 	u64 read_errors;
 	u64 wraps;
 	u64 resyncs;
+	u64 isolated_reads;
+	u64 core_skips;
 };
 
 extern const struct cge_source cge_model_source;

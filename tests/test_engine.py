@@ -187,6 +187,17 @@ def test_held_energy_stat_of_a_removed_cgroup(res):
     assert r['held_reaped'] == 'ENODEV', r
 
 
+def test_thread_moving_its_process_against_cpu_stat(res):
+    r = ok(res, 's_thread_move')
+    # 0.3 s of the second thread's CPU time in each cgroup at least
+    assert r['b']['cpu_stat'] >= 300000, r
+    # as test_accuracy's usage checks: 0 to 1 ms below cpu.stat. Before
+    # the attach probe charged a thread that moved its process, what that
+    # thread ran after the move went to 'a' (95 to 315 ms in three runs)
+    for rel in ('a', 'b'):
+        assert -1000 <= r[rel]['usage_usec'] - r[rel]['cpu_stat'] <= 1, r
+
+
 def test_removed_tree_charged_to_nearest_live_ancestor(res):
     r = ok(res, 's_removed_tree')
     assert r['samples_between'] == 0, r       # premise: one drain for all

@@ -84,7 +84,7 @@ def test_production_build_has_no_emulator(cge_ko, emu_ko):
                              check=True).stdout
         return {ln.split()[-1] for ln in out.splitlines()}
     assert not {s for s in syms(cge_ko) if 'emu' in s}
-    assert 'cge_emu_rdmsr' in syms(emu_ko)
+    assert 'cge_emu_read_here' in syms(emu_ko)
 
 
 def test_detected(hw):
