@@ -208,29 +208,24 @@ static inline void set_default_d_op(struct super_block *s,
 #define system_percpu_wq system_wq
 #endif
 
-/* Housekeeping types are enum hk_type since 5.19, enum hk_flags before. */
+/*
+ * cpu_is_isolated() (6.3, and Debian's 6.1): whether the operator took @cpu
+ * from the kernel's housekeeping, by isolcpus=, nohz_full= or (where the
+ * kernel's own says so) an isolated cpuset partition. Before it, the two
+ * housekeeping types it tests, enum hk_flags before 5.19. The masks of 7.x
+ * are replaced at run time: callers hold rcu_read_lock().
+ */
+#if !CGE_HAVE_CPU_IS_ISOLATED
 #if !CGE_HAVE_HK_TYPE
 #define HK_TYPE_TIMER HK_FLAG_TIMER
 #define HK_TYPE_DOMAIN HK_FLAG_DOMAIN
 #endif
-
-/*
- * Whether @cpu is left to the kernel's housekeeping: isolated neither from
- * its timers (nohz_full=) nor from the scheduler's domains (isolcpus=, and
- * on 7.x an isolated cpuset partition). Mainline has no call for the two
- * together. The domain mask of 7.x is replaced at run time and read under
- * RCU, hence the read-side section around both checks.
- */
-static inline bool cge_housekeeping_cpu(int cpu)
+static inline bool cpu_is_isolated(int cpu)
 {
-	bool hk;
-
-	rcu_read_lock();
-	hk = housekeeping_cpu(cpu, HK_TYPE_TIMER) &&
-	     housekeeping_cpu(cpu, HK_TYPE_DOMAIN);
-	rcu_read_unlock();
-	return hk;
+	return !housekeeping_cpu(cpu, HK_TYPE_DOMAIN) ||
+	       !housekeeping_cpu(cpu, HK_TYPE_TIMER);
 }
+#endif
 
 /*
  * The taint of a kernel that ran test code (the RAPL emulator of test

@@ -15,6 +15,7 @@
 #include <linux/slab.h>
 #include <linux/cpumask.h>
 #include <linux/smp.h>
+#include <linux/rcupdate.h>
 #include <asm/msr.h>
 #include <asm/processor.h>
 #include <asm/cpufeature.h>
@@ -59,18 +60,24 @@ static void cge_rdmsr_batch_fn(void *b)
 
 /*
  * Read @b's registers on @cpu, all in one cross-call: no IPI if @cpu is
- * this CPU. The test build's emulated hardware answers them (emu.h).
+ * this CPU. The test build's emulated hardware answers them (emu.h). A
+ * cross-call to an isolated CPU is counted (isolated_cpu_reads): the
+ * sampler makes one only for a package with no other CPU online. Its
+ * callers hold cpus_read_lock() (not exported to modules to assert), so
+ * @cpu stays online.
  * Return: 0 (each read's own error is in @b->err), or -ENXIO if @cpu is
  * offline.
  */
 static int cge_rdmsr_batch(unsigned int cpu, struct cge_msr_batch *b)
 {
-	int err;
-
-	b->from = get_cpu();
-	err = smp_call_function_single(cpu, cge_rdmsr_batch_fn, b, 1);
-	put_cpu();
-	return err;
+	b->from = raw_smp_processor_id();
+	if (cpu != b->from) {
+		rcu_read_lock();
+		if (cpu_is_isolated(cpu))
+			cge_source_health.isolated_cpu_reads++;
+		rcu_read_unlock();
+	}
+	return smp_call_function_single(cpu, cge_rdmsr_batch_fn, b, 1);
 }
 
 /* One register, read on @cpu. */
@@ -121,15 +128,18 @@ static void cge_rapl_read(struct cge_pkg *pkg, u64 capacity_ns, u64 busy_ns,
 	struct cge_msr_batch b;
 	int dom[CGE_DOM_NR];
 	unsigned int i;
-	int err;
 
 	memset(out, 0, sizeof(*out));
 	cge_rapl_batch(pkg, &b, dom);
-	err = cge_rdmsr_batch(pkg->read_cpu, &b);
+	/* a failed cross-call is one error: the next read takes the delta */
+	if (cge_rdmsr_batch(pkg->read_cpu, &b)) {
+		cge_source_health.read_errors++;
+		return;
+	}
 	for (i = 0; i < b.n; i++) {
 		struct cge_rapl_counter *c = &pkg->ctr[dom[i]];
 
-		if (err || b.err[i]) {
+		if (b.err[i]) {
 			cge_source_health.read_errors++;
 			continue;
 		}
@@ -149,10 +159,13 @@ static void cge_rapl_resync(struct cge_pkg *pkg)
 
 	cge_rapl_batch(pkg, &b, dom);
 	err = cge_rdmsr_batch(pkg->read_cpu, &b);
+	if (err)
+		cge_source_health.read_errors++;
 	for (i = 0; i < b.n; i++) {
 		/* on failure the next good read primes it: no delta */
 		if (err || b.err[i]) {
-			cge_source_health.read_errors++;
+			if (!err)
+				cge_source_health.read_errors++;
 			pkg->ctr[dom[i]].primed = false;
 		} else {
 			cge_rapl_counter_resync(&pkg->ctr[dom[i]], b.val[i]);
@@ -246,13 +259,15 @@ static bool cge_amd_has_rapl(const struct cpuinfo_x86 *c)
 /**
  * cge_rapl_detect() - set up the RAPL source if this machine has one
  * @cpu: an online CPU to probe the registers on
+ * @any_model: try an Intel model the RAPL model table does not list
+ *	(source=rapl)
  *
  * The packages' counters are set up by the source's init_pkg().
  *
  * Return: the RAPL source if RAPL counters are present and advance, NULL
  * otherwise.
  */
-const struct cge_source *cge_rapl_detect(unsigned int cpu)
+const struct cge_source *cge_rapl_detect(unsigned int cpu, bool any_model)
 {
 	struct cpuinfo_x86 *c = &boot_cpu_data;
 	u32 unit_msr;
@@ -266,13 +281,21 @@ const struct cge_source *cge_rapl_detect(unsigned int cpu)
 	cge_model = c->x86_model;
 	if (c->x86_vendor == X86_VENDOR_INTEL) {
 		/*
-		 * A model the kernel's table does not list (a new one, or a
-		 * server whose RAPL it reads through TPMI) is tried all the
-		 * same: the unit and counter checks below decide.
+		 * A model the kernel's table does not list (a new one, a
+		 * server whose RAPL it reads through TPMI, or an Atom whose
+		 * unit register is encoded otherwise) is tried only when the
+		 * operator asks for RAPL (source=rapl): its units are not
+		 * known to be the ones decoded here.
 		 */
-		if (!cge_intel_rapl_id(c->x86, c->x86_model))
-			pr_info("Intel family %u model 0x%02x is not in the RAPL model table: trying its RAPL MSRs, no unit quirks\n",
+		if (!cge_intel_rapl_id(c->x86, c->x86_model)) {
+			if (!any_model) {
+				pr_info("Intel family %u model 0x%02x is not in the RAPL model table: source=rapl tries its RAPL MSRs\n",
+					c->x86, c->x86_model);
+				return NULL;
+			}
+			pr_warn("Intel family %u model 0x%02x is not in the RAPL model table: trying its RAPL MSRs (source=rapl), no unit quirks\n",
 				c->x86, c->x86_model);
+		}
 		cge_is_amd = false;
 		unit_msr = CGE_MSR_RAPL_POWER_UNIT;
 		cge_msr[CGE_DOM_PKG] = CGE_MSR_PKG_ENERGY_STATUS;

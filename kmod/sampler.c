@@ -243,15 +243,23 @@ static int cge_core_read_cpu(unsigned int cpu, int ran)
 {
 	const struct cpumask *sibs = topology_sibling_cpumask(cpu);
 	unsigned int me = raw_smp_processor_id(), sib;
+	int at = -1;
 
-	if (cpumask_test_cpu(me, sibs))
-		return me;
-	if (ran >= 0 && cge_housekeeping_cpu(ran))
-		return ran;
-	for_each_cpu_and(sib, sibs, cpu_online_mask)
-		if (cge_housekeeping_cpu(sib))
-			return sib;
-	return -1;
+	rcu_read_lock();
+	if (cpumask_test_cpu(me, sibs) && !cpu_is_isolated(me)) {
+		at = me;
+	} else if (ran >= 0 && !cpu_is_isolated(ran)) {
+		at = ran;
+	} else {
+		for_each_cpu_and(sib, sibs, cpu_online_mask) {
+			if (!cpu_is_isolated(sib)) {
+				at = sib;
+				break;
+			}
+		}
+	}
+	rcu_read_unlock();
+	return at;
 }
 
 /*
@@ -283,7 +291,7 @@ static bool cge_core_energy(unsigned int cpu, int ran, u64 now_ns, u64 *uj,
 		return false;
 	at = cge_core_read_cpu(cpu, ran);
 	if (at < 0) {
-		cge_source_health.core_skips++;
+		cge_source_health.isolated_core_skips++;
 		core->skipped = true;
 		/* as a failed read: not again before the limit, unless it runs */
 		core->read_ns = now;
@@ -529,22 +537,28 @@ static void cge_share_psys(const struct cge_pkg *pkg, struct cge_energy *e)
  * @pkg's (no IPI), else on the first online CPU of @pkg that the operator
  * left to housekeeping, so that no isolated CPU is interrupted for it. A
  * package whose online CPUs are all isolated is read on the first of them
- * (counted: energy.info's isolated_cpu_reads). Return: nr_cpu_ids if no
- * CPU of @pkg is online.
+ * (rapl.c counts such reads). Return: nr_cpu_ids if no CPU of @pkg is
+ * online.
  */
 static unsigned int cge_pkg_read_cpu(const struct cge_pkg *pkg)
 {
-	unsigned int me = raw_smp_processor_id(), cpu;
+	unsigned int me = raw_smp_processor_id(), cpu, at;
 
-	if (cpumask_test_cpu(me, &pkg->cpus) && cpu_online(me))
-		return me;
-	for_each_cpu_and(cpu, &pkg->cpus, cpu_online_mask)
-		if (cge_housekeeping_cpu(cpu))
-			return cpu;
-	cpu = cpumask_first_and(&pkg->cpus, cpu_online_mask);
-	if (cpu < nr_cpu_ids)
-		cge_source_health.isolated_reads++;
-	return cpu;
+	at = cpumask_first_and(&pkg->cpus, cpu_online_mask);
+	rcu_read_lock();
+	if (cpumask_test_cpu(me, &pkg->cpus) && cpu_online(me) &&
+	    !cpu_is_isolated(me)) {
+		at = me;
+	} else {
+		for_each_cpu_and(cpu, &pkg->cpus, cpu_online_mask) {
+			if (!cpu_is_isolated(cpu)) {
+				at = cpu;
+				break;
+			}
+		}
+	}
+	rcu_read_unlock();
+	return at;
 }
 
 /*
@@ -661,8 +675,8 @@ static void cge_sample_locked(void)
 /*
  * The CPU samples run on: the one the sampler runs on (at load, the CPU
  * that loads the module), if that CPU is left to the kernel's housekeeping
- * (cge_housekeeping_cpu(): not isolated by nohz_full=, isolcpus= or, on
- * 7.x, an isolated cpuset partition), else on the first online one that
+ * (not isolated by nohz_full=, isolcpus= or an isolated cpuset partition:
+ * cpu_is_isolated()), else on the first online one that
  * is: its timer fires there and its worker runs there, so the sampler
  * wakes no other CPU by an IPI and never runs on an isolated one. The
  * unbound workqueue gives neither: it may run the work on any CPU, a
@@ -675,14 +689,16 @@ static int cge_sample_cpu(void)
 	int cpu, hk;
 
 	cpu = raw_smp_processor_id();
-	if (!cpu_online(cpu) || !cge_housekeeping_cpu(cpu)) {
+	rcu_read_lock();
+	if (!cpu_online(cpu) || cpu_is_isolated(cpu)) {
 		for_each_online_cpu(hk) {
-			if (cge_housekeeping_cpu(hk)) {
+			if (!cpu_is_isolated(hk)) {
 				cpu = hk;
 				break;
 			}
 		}
 	}
+	rcu_read_unlock();
 	return cpu;
 }
 
@@ -835,7 +851,8 @@ static int cge_choose_source(void)
 		cge_source = &cge_model_source;
 		return 0;
 	}
-	cge_source = cge_rapl_detect(cge_pkgs[0].read_cpu);
+	cge_source = cge_rapl_detect(cge_pkgs[0].read_cpu,
+				     kind == CGE_SOURCE_RAPL);
 	if (cge_source) {
 		pr_info("energy source: RAPL (%s), energy unit 2^-%u J\n",
 			cge_rapl_vendor(), cge_rapl_unit_esu());

@@ -61,23 +61,24 @@ struct cge_source {
 };
 
 /*
- * Health counters, shown in energy.info. isolated_reads: package reads
- * done on an isolated CPU, the package having no housekeeping CPU online;
- * core_skips: per-core counters left unread, their core's CPUs all
+ * Health counters, shown in energy.info. isolated_cpu_reads: cross-calls
+ * that read counters on an isolated CPU (a package none of whose online
+ * CPUs is left to housekeeping); isolated_core_skips: samples in which a
+ * due read of a per-core counter was left out, its core's CPUs all
  * isolated.
  */
 struct cge_source_health {
 	u64 read_errors;
 	u64 wraps;
 	u64 resyncs;
-	u64 isolated_reads;
-	u64 core_skips;
+	u64 isolated_cpu_reads;
+	u64 isolated_core_skips;
 };
 
 extern const struct cge_source cge_model_source;
 extern struct cge_source_health cge_source_health;
 
-const struct cge_source *cge_rapl_detect(unsigned int cpu);
+const struct cge_source *cge_rapl_detect(unsigned int cpu, bool any_model);
 void cge_rapl_exit(void);
 const char *cge_rapl_vendor(void);
 u32 cge_rapl_unit_esu(void);

@@ -259,11 +259,14 @@ struct cge_emu_core {
  * @busy_total: busy time since it was first seen
  * @uj: its energy (idle and dynamic, scaled) since it was first seen, µJ
  * @pj_rem: the part of it below a µJ, pJ
+ * @reads_here: cross-calls that read registers on it (the module's reads
+ *	executed there, wherever they were asked from)
  */
 struct cge_emu_cpu {
 	int pkg, core;
 	u32 busy_mw;
 	u64 busy_ns, busy_total, uj, pj_rem;
+	u64 reads_here;
 };
 
 static const struct cge_emu_profile *cge_emu_p;
@@ -561,6 +564,7 @@ void cge_emu_read_here(struct cge_msr_batch *b)
 
 	raw_spin_lock(&cge_emu_lock);
 	cge_emu_advance();
+	cge_emu_cpus[smp_processor_id()].reads_here++;
 	for (i = 0; i < b->n; i++)
 		b->err[i] = cge_emu_read_one(b->from, b->msr[i], &b->val[i]);
 	raw_spin_unlock(&cge_emu_lock);
@@ -680,7 +684,7 @@ static void cge_emu_show_cores(struct seq_file *m)
  *	failed F
  *   core C esu E emitted X read Y reads Z max_step S remote M restarts R
  *	gap G failed F
- *   cpu N pkg K busy_ns B uj U
+ *   cpu N pkg K busy_ns B uj U reads_here H
  * core: per-core counters, C its lowest CPU; cpu: each online CPU's busy
  * time and energy (idle and dynamic, scaled) since it was first seen.
  */
@@ -698,8 +702,9 @@ static int cge_emu_truth_show(struct seq_file *m, void *v)
 	for_each_online_cpu(cpu) {
 		c = &cge_emu_cpus[cpu];
 		if (c->pkg >= 0)
-			seq_printf(m, "cpu %u pkg %d busy_ns %llu uj %llu\n",
-				   cpu, c->pkg, c->busy_total, c->uj);
+			seq_printf(m, "cpu %u pkg %d busy_ns %llu uj %llu reads_here %llu\n",
+				   cpu, c->pkg, c->busy_total, c->uj,
+				   c->reads_here);
 	}
 	raw_spin_unlock_irqrestore(&cge_emu_lock, flags);
 	return 0;

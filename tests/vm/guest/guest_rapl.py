@@ -653,32 +653,36 @@ def package_of(cpu):
 
 
 def ipi_window(cpu, secs):
-    """A busy loop in cgroup iso on @cpu: the IPIs @cpu took over @secs
-    while it ran, with info() and truth() (if loaded) at both ends."""
+    """A busy loop in cgroup iso on @cpu: over @secs while it ran, the IPIs
+    @cpu took, and with the module loaded its counters' changes and the
+    emulator's: reads per package and core, and the cross-calls that read
+    registers on @cpu."""
+    def ends():
+        loaded = PARAMS.exists()
+        return {'ipis': ipis()[cpu], 'at': time.monotonic(),
+                'info': info() if loaded else {},
+                'truth': truth() if loaded else {}}
     w = W.start('iso', 'busy', LOOP_MAX_S, cpu=cpu)
     try:
         running({'iso'})
-        a = {'ipis': ipis()[cpu], 'info': info() if PARAMS.exists() else {},
-             'truth': truth() if TRUTH.exists() else {}}
+        a = ends()
         time.sleep(secs)
-        b = {'ipis': ipis()[cpu], 'info': info() if PARAMS.exists() else {},
-             'truth': truth() if TRUTH.exists() else {}}
+        b = ends()
     finally:
         W.stop([w], {'iso'})
-    out = {'ipis': b['ipis'] - a['ipis']}
+    out = {'ipis': b['ipis'] - a['ipis'], 'seconds': b['at'] - a['at']}
     if a['info']:
-        out.update({k: b['info'][k] - a['info'][k] for k in a['info'] if k in (
+        out.update({k: b['info'][k] - a['info'][k] for k in (
             'samples', 'isolated_cpu_reads', 'isolated_core_skips',
-            'energy_read_errors')})
+            'energy_read_errors') if k in a['info']})
         out['pkg_reads'] = {
             f'{p} {d}': v['reads'] - a['truth'][(p, d)]['reads']
             for (p, d), v in counters(b['truth'], 'pkg').items()}
         out['core_reads'] = {
             k: v['reads'] - a['truth'][('core', k)]['reads']
             for k, v in counters(b['truth'], 'core').items()}
-        out['core_remote'] = {
-            k: v['remote'] - a['truth'][('core', k)]['remote']
-            for k, v in counters(b['truth'], 'core').items()}
+        out['reads_here'] = (b['truth'][('cpu', cpu)]['reads_here'] -
+                             a['truth'][('cpu', cpu)]['reads_here'])
     return out
 
 
