@@ -10,7 +10,6 @@ import subprocess
 import pytest
 
 import tiers
-from vm import build
 from workload import cgwork, guest_json, ok
 
 # profile: the QEMU machine (CPU model, topology, kernel arguments) and
@@ -60,11 +59,6 @@ pytestmark = pytest.mark.gate_only(hw=['intel-client'])
 # edge, which the split gives the interval's mean power, a little more
 # (measured: the s_steps rows of tests/results/rapl-emu.jsonl)
 STEP_EDGE_ERROR = 0.05
-
-
-@pytest.fixture(scope='module')
-def emu_ko(vm_flavour):
-    return build.build_module(vm_flavour, variant='emu')
 
 
 @pytest.fixture(scope='module', params=sorted(PROFILES))

@@ -19,7 +19,6 @@ and the core is read on CPU 2.
 import pytest
 
 import tiers
-from vm import build
 from workload import cgwork, guest_json, ok
 
 MACHINES = {
@@ -37,11 +36,6 @@ INTERVAL_S = 0.02
 # boots of the commit that added this test, with and without the module);
 # a module that read there took one per sample, 200 in the 4 s window.
 SLACK = 10
-
-
-@pytest.fixture(scope='module')
-def emu_ko(vm_flavour):
-    return build.build_module(vm_flavour, variant='emu')
 
 
 @pytest.fixture(scope='module', params=sorted(MACHINES))
