@@ -191,12 +191,19 @@ def test_thread_moving_its_process_against_cpu_stat(res):
     r = ok(res, 's_thread_move')
     # 0.3 s of the second thread's CPU time in each cgroup at least
     assert r['b']['cpu_stat'] >= 300000, r
-    # as test_accuracy's usage checks: 0 to 1 ms below cpu.stat. Before
-    # the attach probe charged a thread that moved its process, what that
-    # thread ran after the move went to 'a' (the commit that fixed it has
-    # the figures)
+    # Both together as test_accuracy's usage checks: 0 to 1 ms below
+    # cpu.stat. Each alone within one tick (4 ms at Debian's HZ=250):
+    # without the cpu controller cpu.stat charges the runtime since the
+    # thread's last update_curr() to the cgroup it is in at the next one,
+    # so the slice just before the move can go to 'b' there, where the
+    # module charges it to 'a' at the move (6.1-rt: a 156 µs above, b
+    # 224 µs below in one deep run). Before the attach probe charged a
+    # thread that moved its process, 'a' took all the thread ran after the
+    # move (the fix's commit has the figures): 0.3 s here.
+    both = sum(r[rel]['usage_usec'] - r[rel]['cpu_stat'] for rel in 'ab')
+    assert -1000 <= both <= 1, r
     for rel in ('a', 'b'):
-        assert -1000 <= r[rel]['usage_usec'] - r[rel]['cpu_stat'] <= 1, r
+        assert abs(r[rel]['usage_usec'] - r[rel]['cpu_stat']) <= 4000, r
 
 
 def test_removed_tree_charged_to_nearest_live_ancestor(res):
