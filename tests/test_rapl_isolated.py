@@ -50,7 +50,9 @@ def iso(request, vm, vm_flavour, emu_ko):
 
 def _sampled(w):
     """The window held samples (a floor far below a slow host's: the
-    checks are counted per sample), no more than its length allows."""
+    checks are counted per sample), no more than its length allows. The
+    module's counts are read around the emulator's record and the IPI
+    count: 'samples' surely fell inside their span, 'outer' may have."""
     assert 20 <= w['samples'] <= w['seconds'] / INTERVAL_S + 2, w
     assert w['energy_read_errors'] == 0, w
 
@@ -64,7 +66,7 @@ def test_no_read_on_the_isolated_cpu(iso):
     pkg = '1' if profile == 'intel-client' else '0'
     reads = [v for k, v in w['pkg_reads'].items() if k.split()[0] == pkg]
     assert reads and all(
-        w['samples'] - 1 <= v <= w['samples'] + 1 for v in reads), r
+        w['samples'] <= v <= w['outer']['samples'] for v in reads), r
     assert w['reads_here'] == 0, r
     assert w['isolated_cpu_reads'] == 0, r
 
@@ -79,10 +81,11 @@ def test_isolated_core_not_read(iso):
     if r['core'] == r['cpu']:
         # a core alone: its counter is not read, the skips counted
         assert w['core_reads'][str(r['cpu'])] == 0, r
-        assert 1 <= w['isolated_core_skips'] <= w['samples'] + 1, r
+        assert 1 <= w['isolated_core_skips'] <= w['outer']['samples'], r
     else:
         # read on its sibling (never on the isolated CPU: reads_here)
-        assert 1 <= w['core_reads'][str(r['core'])] <= w['samples'] + 1, r
+        assert 1 <= w['core_reads'][str(r['core'])] <= \
+            w['outer']['samples'], r
         assert w['reads_here'] == 0, r
         assert w['isolated_core_skips'] == 0, r
 
@@ -95,7 +98,8 @@ def test_package_alone_on_isolated_cpu_is_read_there(iso):
     # the isolated CPU is its package's only online one: read there, one
     # cross-call per sample for all its domains, each counted
     assert a['isolated_cpu_reads'] == a['samples'], r
-    assert a['samples'] - 1 <= a['reads_here'] <= a['samples'] + 1, r
+    assert a['isolated_cpu_reads'] <= a['reads_here'] <= \
+        a['outer']['isolated_cpu_reads'], r
 
 
 @pytest.mark.deep
@@ -110,7 +114,5 @@ def test_isolated_cpu_ipis_against_the_kernels_own(iso):
 def test_isolated_package_ipis_one_per_sample(iso):
     _, r = iso
     a = r['alone']
-    # each window's IPIs and samples are read one after the other: one
-    # sample more or less at each end
-    assert a['samples'] - 1 <= a['ipis'] <= \
-        a['samples'] + 1 + r['without']['ipis'] + SLACK, r
+    assert a['samples'] <= a['ipis'] <= \
+        a['outer']['samples'] + r['without']['ipis'] + SLACK, r

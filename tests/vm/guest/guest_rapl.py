@@ -657,24 +657,34 @@ def ipi_window(cpu, secs):
     @cpu took, and with the module loaded its counters' changes and the
     emulator's: reads per package and core, and the cross-calls that read
     registers on @cpu."""
-    def ends():
+    def ends(last):
+        """The module's figures around the IPI count and the emulator's
+        record: [start's after, end's before] lies inside the span of those
+        two, which lies inside [start's before, end's after]."""
         loaded = PARAMS.exists()
-        return {'ipis': ipis()[cpu], 'at': time.monotonic(),
-                'info': info() if loaded else {},
-                'truth': truth() if loaded else {}}
+        e = {'before': info() if loaded else {}}
+        if last:
+            e['truth'] = truth() if loaded else {}
+        e['ipis'], e['at'] = ipis()[cpu], time.monotonic()
+        if not last:
+            e['truth'] = truth() if loaded else {}
+        e['after'] = info() if loaded else {}
+        return e
     w = W.start('iso', 'busy', LOOP_MAX_S, cpu=cpu)
     try:
         running({'iso'})
-        a = ends()
+        a = ends(False)
         time.sleep(secs)
-        b = ends()
+        b = ends(True)
     finally:
         W.stop([w], {'iso'})
     out = {'ipis': b['ipis'] - a['ipis'], 'seconds': b['at'] - a['at']}
-    if a['info']:
-        out.update({k: b['info'][k] - a['info'][k] for k in (
-            'samples', 'isolated_cpu_reads', 'isolated_core_skips',
-            'energy_read_errors') if k in a['info']})
+    if a['before']:
+        keys = ('samples', 'isolated_cpu_reads', 'isolated_core_skips',
+                'energy_read_errors')
+        # inner: what surely fell inside; outer: what may have
+        out.update({k: b['before'][k] - a['after'][k] for k in keys})
+        out['outer'] = {k: b['after'][k] - a['before'][k] for k in keys}
         out['pkg_reads'] = {
             f'{p} {d}': v['reads'] - a['truth'][(p, d)]['reads']
             for (p, d), v in counters(b['truth'], 'pkg').items()}
