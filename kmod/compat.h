@@ -2,10 +2,18 @@
 /*
  * compat.h - every kernel difference the module depends on.
  *
+ * The module calls the mainline API by its current names. Where a kernel
+ * lacks one, this file defines it under that name, from the older
+ * interface, so that the rest of the module reads as upstream code and
+ * dropping this file is the whole upstream diff. Only what mainline has no
+ * single call for is a cge_ helper here.
+ *
  * Decided by the feature probes of kmod/probes.mk (CGE_HAVE_*: what the
  * kernel's headers provide, so backports are followed), and by
  * LINUX_VERSION_CODE only where no probe can tell. No other file tests
- * either. Each helper names the kernel release that changed the interface.
+ * either. A name is defined only where its probe says it is missing, so it
+ * never clashes with the kernel's own. Each entry names the release that
+ * changed the interface.
  */
 #ifndef CGE_COMPAT_H
 #define CGE_COMPAT_H
@@ -55,12 +63,18 @@
 	struct task_struct *next
 #endif
 
-/*
- * A cgroup of the default hierarchy by id, with a reference, or NULL once it
- * is removed. cgroup_get_from_id() returns ERR_PTR on failure since 6.1,
- * NULL before; 5.10 has no lookup by id that modules can call, so the
- * children of @parent (the cgroup's parent, when known) are searched under
- * RCU, or without it the whole hierarchy: O(children), or O(cgroups).
+/**
+ * cge_cgroup_get_from_id() - a default-hierarchy cgroup by id
+ * @id: the cgroup's id
+ * @parent: its parent, if known, else NULL
+ *
+ * cgroup_get_from_id() with one meaning on every kernel: it returns ERR_PTR
+ * on failure since 6.1 and NULL before, and 5.10 exports no lookup by id at
+ * all. There the children of @parent are searched under RCU, or without a
+ * parent the whole hierarchy: O(children), or O(cgroups). Like
+ * cgroup_get_from_id(), it does not return a removed cgroup.
+ *
+ * Return: the cgroup with a reference held, or NULL.
  */
 static inline struct cgroup *cge_cgroup_get_from_id(u64 id,
 						    struct cgroup *parent)
@@ -95,9 +109,10 @@ static inline struct cgroup *cge_cgroup_get_from_id(u64 id,
 }
 
 /*
- * AMD's RAPL bit, CPUID 0x80000007 EDX bit 14: X86_FEATURE_RAPL where the
- * kernel names it (not in 5.10), else that bit of the leaf the kernel keeps
- * in x86_power.
+ * Whether the CPU has AMD's RAPL interface, CPUID 0x80000007 EDX bit 14.
+ * Kernels that name it (not 5.10) set X86_FEATURE_RAPL from that bit; the
+ * others keep the leaf in x86_power, so the bit is read there. A helper
+ * rather than X86_FEATURE_RAPL itself: on 5.10 no capability word holds it.
  */
 static inline bool cge_cpu_has_amd_rapl(void)
 {
@@ -109,10 +124,12 @@ static inline bool cge_cpu_has_amd_rapl(void)
 }
 
 /*
- * kernfs_node->name is a plain pointer in 6.1 and 6.12; 6.15 made it
- * RCU-protected. Callers hold rcu_read_lock(). cgroup v2 directories are
- * never renamed (no .rename in its kernfs syscall ops), so the name a
- * cgroup's node has lives as long as the node.
+ * The name of kernfs node @kn. kernfs_node->name is a plain pointer before
+ * 6.15, RCU-protected since; the accessor kernfs uses, kernfs_rcu_name(),
+ * is private to fs/kernfs/, so the module has its own. Callers hold
+ * rcu_read_lock(). cgroup v2 directories are never renamed (no .rename in
+ * its kernfs syscall ops), so the name a cgroup's node has lives as long as
+ * the node.
  */
 static inline const char *cge_kn_name(struct kernfs_node *kn)
 {
@@ -124,28 +141,27 @@ static inline const char *cge_kn_name(struct kernfs_node *kn)
 }
 
 /*
- * Inode timestamps: simple_inode_init_ts() since 6.7; before, i_atime and
- * i_mtime are fields, and ctime is set with inode_set_ctime_current() where
- * it exists (6.6 made i_ctime private; Debian's 6.1 has the helper too), or
- * is a field.
+ * simple_inode_init_ts() sets a new inode's three timestamps since 6.7,
+ * which made atime and mtime private; before, they are fields, and ctime is
+ * set with inode_set_ctime_current() where it exists (6.6 made i_ctime
+ * private; stable kernels have the helper too, as Debian's 6.1), or is a
+ * field.
  */
-static inline void cge_inode_touch(struct inode *inode)
+#if !CGE_HAVE_SIMPLE_INODE_INIT_TS
+static inline struct timespec64 simple_inode_init_ts(struct inode *inode)
 {
-#if CGE_HAVE_SIMPLE_INODE_INIT_TS
-	simple_inode_init_ts(inode);
-#elif CGE_HAVE_INODE_SET_CTIME_CURRENT
-	struct timespec64 now = inode_set_ctime_current(inode);
-
-	inode->i_atime = now;
-	inode->i_mtime = now;
+#if CGE_HAVE_INODE_SET_CTIME_CURRENT
+	struct timespec64 ts = inode_set_ctime_current(inode);
 #else
-	struct timespec64 now = current_time(inode);
+	struct timespec64 ts = current_time(inode);
 
-	inode->i_atime = now;
-	inode->i_mtime = now;
-	inode->i_ctime = now;
+	inode->i_ctime = ts;
 #endif
+	inode->i_atime = ts;
+	inode->i_mtime = ts;
+	return ts;
 }
+#endif
 
 /* dentry_operations.d_revalidate gained the parent inode and name in 6.14. */
 #if CGE_HAVE_D_REVALIDATE_DIR
@@ -157,82 +173,65 @@ static inline void cge_inode_touch(struct inode *inode)
 #endif
 
 /* super_block.s_d_op is private since 6.17: set it with set_default_d_op(). */
-static inline void cge_set_default_d_op(struct super_block *sb,
-					const struct dentry_operations *ops)
+#if !CGE_HAVE_SET_DEFAULT_D_OP
+static inline void set_default_d_op(struct super_block *s,
+				    const struct dentry_operations *ops)
 {
-#if CGE_HAVE_SET_DEFAULT_D_OP
-	set_default_d_op(sb, ops);
-#else
-	sb->s_d_op = ops;
-#endif
+	s->s_d_op = ops;
 }
+#endif
 
 /* generic_delete_inode() was renamed inode_just_drop() in 6.18. */
-#if CGE_HAVE_INODE_JUST_DROP
-#define cge_drop_inode inode_just_drop
-#else
-#define cge_drop_inode generic_delete_inode
+#if !CGE_HAVE_INODE_JUST_DROP
+#define inode_just_drop generic_delete_inode
 #endif
 
-/* rdmsrl_safe_on_cpu() was renamed rdmsrq_safe_on_cpu() in 6.16. Sleeps. */
-static inline int cge_rdmsr_on_cpu(unsigned int cpu, u32 msr, u64 *val)
-{
-#if CGE_HAVE_RDMSRQ
-	return rdmsrq_safe_on_cpu(cpu, msr, val);
-#else
-	return rdmsrl_safe_on_cpu(cpu, msr, val);
+/* rdmsrl_safe() was renamed rdmsrq_safe() in 6.16. */
+#if !CGE_HAVE_RDMSRQ
+#define rdmsrq_safe rdmsrl_safe
 #endif
-}
 
-/* topology_max_die_per_package() was renamed in 6.9. */
-static inline unsigned int cge_max_dies_per_package(void)
-{
-#if CGE_HAVE_MAX_DIES
-	return topology_max_dies_per_package();
-#else
-	return topology_max_die_per_package();
+/*
+ * topology_max_die_per_package() was renamed
+ * topology_max_dies_per_package() in 6.9, and its type became unsigned.
+ */
+#if !CGE_HAVE_MAX_DIES
+#define topology_max_dies_per_package() \
+	((unsigned int)topology_max_die_per_package())
 #endif
-}
 
 /*
  * system_percpu_wq, the per-CPU system workqueue, replaced system_wq in 6.17
  * (128ea9f6ccfb; some stable kernels, as Debian's 6.12, have both names).
  */
-#if CGE_HAVE_SYSTEM_PERCPU_WQ
-#define cge_percpu_wq system_percpu_wq
-#else
-#define cge_percpu_wq system_wq
+#if !CGE_HAVE_SYSTEM_PERCPU_WQ
+#define system_percpu_wq system_wq
 #endif
 
 /*
- * Whether @cpu is left to the kernel's housekeeping: not isolated from its
- * timers (nohz_full=) nor from the scheduler's domains (isolcpus=, and on
- * 7.x an isolated cpuset partition, whose mask is replaced at run time and
- * read under RCU). enum hk_type since 5.19, enum hk_flags before.
+ * cpu_is_isolated() (6.3, and Debian's 6.1): whether the operator took @cpu
+ * from the kernel's housekeeping, by isolcpus=, nohz_full= or (where the
+ * kernel's own says so) an isolated cpuset partition. Before it, the two
+ * housekeeping types it tests, enum hk_flags before 5.19. The masks of 7.x
+ * are replaced at run time: callers hold rcu_read_lock().
  */
-#if CGE_HAVE_HK_TYPE
-#define CGE_HK_TIMER HK_TYPE_TIMER
-#define CGE_HK_DOMAIN HK_TYPE_DOMAIN
-#else
-#define CGE_HK_TIMER HK_FLAG_TIMER
-#define CGE_HK_DOMAIN HK_FLAG_DOMAIN
+#if !CGE_HAVE_CPU_IS_ISOLATED
+#if !CGE_HAVE_HK_TYPE
+#define HK_TYPE_TIMER HK_FLAG_TIMER
+#define HK_TYPE_DOMAIN HK_FLAG_DOMAIN
 #endif
-
-static inline bool cge_housekeeping_cpu(int cpu)
+static inline bool cpu_is_isolated(int cpu)
 {
-	bool hk;
-
-	rcu_read_lock();
-	hk = housekeeping_cpu(cpu, CGE_HK_TIMER) &&
-	     housekeeping_cpu(cpu, CGE_HK_DOMAIN);
-	rcu_read_unlock();
-	return hk;
+	return !housekeeping_cpu(cpu, HK_TYPE_DOMAIN) ||
+	       !housekeeping_cpu(cpu, HK_TYPE_TIMER);
 }
+#endif
 
 /*
  * The taint of a kernel that ran test code (the RAPL emulator of test
- * builds): TAINT_TEST where it exists (not in 5.10), else the taint a user
- * asks for.
+ * builds): TAINT_TEST where it exists (not in 5.10), else TAINT_USER, the
+ * taint a user asks for. A name of its own, not TAINT_TEST defined on 5.10:
+ * there the kernel is tainted with another flag than the name says.
  */
 #if CGE_HAVE_TAINT_TEST
 #define CGE_TAINT_EMU TAINT_TEST
@@ -241,26 +240,21 @@ static inline bool cge_housekeeping_cpu(int cpu)
 #endif
 
 /*
- * Whether @p's state is TASK_RUNNING: task_is_running() from 5.14, where
- * task_struct.state became __state.
+ * task_is_running() came in 5.14, which renamed task_struct.state to
+ * __state; before, the state is read from the old field.
  */
-static inline bool cge_task_running(struct task_struct *p)
-{
-#if CGE_HAVE_TASK_IS_RUNNING
-	return task_is_running(p);
-#else
-	return READ_ONCE(p->state) == TASK_RUNNING;
+#if !CGE_HAVE_TASK_IS_RUNNING
+#define task_is_running(task)	(READ_ONCE((task)->state) == TASK_RUNNING)
 #endif
-}
 
 /*
  * @cpu's task clock (the runqueue's clock_task, se.exec_start's clock) at
  * @now, @cpu's sched_clock, in @task_now; false if it cannot be known here.
- * It is @now itself on kernels that take no interrupt time
- * (CONFIG_IRQ_TIME_ACCOUNTING) and no steal time
- * (CONFIG_PARAVIRT_TIME_ACCOUNTING) out of it, as Debian's (none builds
- * either). Where one is built in, what it took out is in no counter another
- * CPU can read exactly (kernel_cpustat's lags, and x86 stops taking
+ * The task clock is private to the scheduler. It is @now itself on kernels
+ * that take no interrupt time (CONFIG_IRQ_TIME_ACCOUNTING) and no steal
+ * time (CONFIG_PARAVIRT_TIME_ACCOUNTING) out of it, as Debian's (none
+ * builds either). Where one is built in, what it took out is in no counter
+ * another CPU can read exactly (kernel_cpustat's lags, and x86 stops taking
  * interrupt time out when the TSC is unstable): false. A config decision:
  * no header tells it better.
  */

@@ -95,7 +95,7 @@ static struct inode *cge_new_dir(struct super_block *sb, struct cgroup *cgrp)
 	inode->i_op = &cge_dir_iops;
 	inode->i_fop = &cge_dir_fops;
 	set_nlink(inode, 2);
-	cge_inode_touch(inode);
+	simple_inode_init_ts(inode);
 	return inode;
 }
 
@@ -117,7 +117,7 @@ static struct inode *cge_new_file(struct super_block *sb, u64 cgid, int kind)
 	inode->i_gid = o.gid;
 	inode->i_fop = kind == CGE_INO_STAT ? &cge_stat_fops :
 		       kind == CGE_INO_INFO ? &cge_info_fops : &cge_tree_fops;
-	cge_inode_touch(inode);
+	simple_inode_init_ts(inode);
 	return inode;
 }
 
@@ -446,7 +446,7 @@ static int cge_show_options(struct seq_file *m, struct dentry *root)
 static const struct super_operations cge_sops = {
 	.statfs = simple_statfs,
 	.show_options = cge_show_options,
-	.drop_inode = cge_drop_inode,
+	.drop_inode = inode_just_drop,
 	.evict_inode = cge_evict_inode,
 };
 
@@ -526,7 +526,7 @@ static int cge_fill_super(struct super_block *sb, struct fs_context *fc)
 	sb->s_fs_info = sbi;
 	sb->s_magic = CGE_FS_MAGIC;
 	sb->s_op = &cge_sops;
-	cge_set_default_d_op(sb, &cge_dops);
+	set_default_d_op(sb, &cge_dops);
 	sb->s_time_gran = 1;
 	/* Directory positions are css serial numbers: 64-bit, for seekdir. */
 	sb->s_maxbytes = MAX_LFS_FILESIZE;

@@ -47,8 +47,8 @@ static struct tracepoint *cge_rmdir_tp;
 
 /*
  * Process context, under cgroup_mutex and the tracepoint's path lock (a
- * spinlock, IRQs off without PREEMPT_RT); 7.2 runs tracepoint probes under
- * SRCU, preemptible. No allocation, no sleeping.
+ * spinlock, IRQs off without PREEMPT_RT); kernels whose tracepoints take
+ * SRCU-fast (7.x) call probes preemptible. No allocation, no sleeping.
  */
 static void cge_rmdir_probe(void *data, struct cgroup *cgrp, const char *path)
 {

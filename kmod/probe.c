@@ -254,9 +254,8 @@ static inline void cge_switch_in(struct cge_cpu *c, struct task_struct *p)
 /*
  * The probe's @data is cge_cpus, its bits carried in a void *
  * (cge_probe_init()): the probe's common path reads no module global (its
- * overflow path does).
- * Under QEMU's TCG each page the probe touches first after a switch between
- * processes costs an emulated page walk (docs/overhead.md). Converted
+ * overflow path does), so that it touches as few pages as it can: after a
+ * switch between address spaces, each may cost a TLB miss. Converted
  * through unsigned long, as the kernel's own per-CPU accessors do: per-CPU
  * pointers may be in the __seg_gs address space, which a plain cast to or
  * from void * warns about.
@@ -438,7 +437,7 @@ static void cge_charge_open(struct cge_cpu *c, unsigned int cpu, u64 now,
 	 * put_prev_task() and sched_switch (over_ns).
 	 */
 	smp_rmb();	/* the runtime pair, then the state */
-	if (!cge_task_running(p))
+	if (!task_is_running(p))
 		return;
 	est = rt;
 	if (cge_clock_task(cpu, now, &task_now) && task_now > start)
@@ -596,7 +595,9 @@ static int cge_cpu_offline(unsigned int cpu)
 
 /*
  * A task that moves itself to another cgroup (as `echo $$ > cgroup.procs`,
- * systemd and container runtimes do before exec): charge its runtime so far
+ * systemd and container runtimes do before exec), or moves its whole
+ * process (the tracepoint names the process's leader, whichever of its
+ * threads wrote cgroup.procs): charge its runtime so far
  * to the cgroup it leaves, as cpu.stat does. Process context, after the move
  * (the tracepoint fires once cgroup_migrate() has committed, in 6.1 as in
  * mainline), so the cgroup left and its parent are those recorded in @c, not
@@ -610,7 +611,8 @@ static void cge_attach_probe(void *data, struct cgroup *dst, const char *path,
 	struct cge_cpu *c;
 	unsigned long flags;
 
-	if (task != current)
+	if (task != current &&
+	    !(threadgroup && same_thread_group(task, current)))
 		return;
 	c = get_cpu_ptr(cge_cpus);
 	raw_spin_lock_irqsave(&c->lock, flags);
@@ -648,9 +650,9 @@ int cge_probe_alloc(void)
 	int cpu;
 
 	/*
-	 * Aligned to the power of two at or above its size (2 KiB on the
-	 * kernels built here), so that no CPU's state spans two pages: the
-	 * probe touches one page of its per-CPU state (cge_probe_cpu()).
+	 * Aligned to the power of two at or above its size, so that no CPU's
+	 * state spans two pages: the probe touches one page of its per-CPU
+	 * state (cge_probe_cpu()).
 	 */
 	BUILD_BUG_ON(roundup_pow_of_two(sizeof(struct cge_cpu)) > PAGE_SIZE);
 	cge_cpus = __alloc_percpu(sizeof(struct cge_cpu),

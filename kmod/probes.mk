@@ -22,8 +22,8 @@ CGE_HAVE_D_REVALIDATE_DIR := $(call cge_probe,include/linux/dcache.h,d_revalidat
 CGE_HAVE_SET_DEFAULT_D_OP := $(call cge_probe,include/linux/dcache.h,set_default_d_op)
 # 6.18: generic_delete_inode() renamed inode_just_drop()
 CGE_HAVE_INODE_JUST_DROP := $(call cge_probe,include/linux/fs.h,inode_just_drop)
-# 6.16: rdmsrl_safe_on_cpu() renamed rdmsrq_safe_on_cpu()
-CGE_HAVE_RDMSRQ := $(call cge_probe,arch/x86/include/asm/msr.h,rdmsrq_safe_on_cpu)
+# 6.16: rdmsrl_safe() renamed rdmsrq_safe() (rdmsrl_safe_on_cpu() with it)
+CGE_HAVE_RDMSRQ := $(call cge_probe,arch/x86/include/asm/msr.h,int rdmsrq_safe[[:space:]]*.u32)
 # 6.17 (and stable backports, as Debian's 6.12): system_percpu_wq
 CGE_HAVE_SYSTEM_PERCPU_WQ := $(call cge_probe,include/linux/workqueue.h,\*system_percpu_wq;)
 # 6.6, and stable backports (Debian's 6.1): inode_set_ctime_current()
@@ -41,6 +41,8 @@ CGE_HAVE_X86_FEATURE_RAPL := $(call cge_probe,arch/x86/include/asm/cpufeatures.h
 CGE_HAVE_TASK_IS_RUNNING := $(call cge_probe,include/linux/sched.h,define task_is_running)
 # 5.19: housekeeping types are enum hk_type (HK_TYPE_TIMER), not hk_flags
 CGE_HAVE_HK_TYPE := $(call cge_probe,include/linux/sched/isolation.h,enum hk_type)
+# 6.3 (and Debian's 6.1): cpu_is_isolated()
+CGE_HAVE_CPU_IS_ISOLATED := $(call cge_probe,include/linux/sched/isolation.h,bool cpu_is_isolated)
 # not in 5.10: TAINT_TEST (in linux/panic.h, which 5.10 does not have)
 CGE_HAVE_TAINT_TEST := $(call cge_probe,include/linux/panic.h,define TAINT_TEST)
 
@@ -48,7 +50,7 @@ CGE_PROBES := SIMPLE_INODE_INIT_TS KN_NAME_RCU D_REVALIDATE_DIR \
 	      SET_DEFAULT_D_OP INODE_JUST_DROP RDMSRQ SYSTEM_PERCPU_WQ \
 	      INODE_SET_CTIME_CURRENT MAX_DIES SCHED_SWITCH_PREV_STATE \
 	      CGROUP_GET_FROM_ID X86_FEATURE_RAPL TAINT_TEST TASK_IS_RUNNING \
-	      HK_TYPE
+	      HK_TYPE CPU_IS_ISOLATED
 ccflags-y += $(foreach p,$(CGE_PROBES),-DCGE_HAVE_$(p)=$(CGE_HAVE_$(p)))
 # once per build: in the compile pass, not again when modpost reads this
 ifneq ($(findstring Makefile.build,$(MAKEFILE_LIST)),)

@@ -14,6 +14,8 @@
 #include <linux/bitops.h>
 #include <linux/slab.h>
 #include <linux/cpumask.h>
+#include <linux/smp.h>
+#include <linux/rcupdate.h>
 #include <asm/msr.h>
 #include <asm/processor.h>
 #include <asm/cpufeature.h>
@@ -21,6 +23,7 @@
 #include "compat.h"
 #include "source.h"
 #include "emu.h"
+#include "rapl_ids.h"
 
 static bool cge_is_amd;
 static u32 cge_family, cge_model;
@@ -50,10 +53,43 @@ u32 cge_rapl_domain_unit_esu(int d)
 				   cge_unit_esu);
 }
 
-/* The MSR read; the test build's emulated hardware answers it (emu.c). */
+static void cge_rdmsr_batch_fn(void *b)
+{
+	cge_emu_read_here(b);
+}
+
+/*
+ * Read @b's registers on @cpu, all in one cross-call: no IPI if @cpu is
+ * this CPU. The test build's emulated hardware answers them (emu.h). A
+ * cross-call to an isolated CPU is counted (isolated_cpu_reads): the
+ * sampler makes one only for a package with no other CPU online. Its
+ * callers hold cpus_read_lock() (not exported to modules to assert), so
+ * @cpu stays online.
+ * Return: 0 (each read's own error is in @b->err), or -ENXIO if @cpu is
+ * offline.
+ */
+static int cge_rdmsr_batch(unsigned int cpu, struct cge_msr_batch *b)
+{
+	b->from = raw_smp_processor_id();
+	if (cpu != b->from) {
+		rcu_read_lock();
+		if (cpu_is_isolated(cpu))
+			cge_source_health.isolated_cpu_reads++;
+		rcu_read_unlock();
+	}
+	return smp_call_function_single(cpu, cge_rdmsr_batch_fn, b, 1);
+}
+
+/* One register, read on @cpu. */
 static int cge_rdmsr(unsigned int cpu, u32 msr, u64 *val)
 {
-	return cge_emu_rdmsr(cpu, msr, val);
+	struct cge_msr_batch b = { .n = 1, .msr = { msr } };
+	int err = cge_rdmsr_batch(cpu, &b);
+
+	if (err)
+		return err;
+	*val = b.val[0];
+	return b.err[0];
 }
 
 /* A domain is present if its counter reads and is not stuck at zero. */
@@ -64,50 +100,75 @@ static bool cge_domain_present(unsigned int cpu, u32 msr)
 	return msr && !cge_rdmsr(cpu, msr, &v) && (v & CGE_RAPL_COUNTER_MASK);
 }
 
-static void cge_rapl_read(struct cge_pkg *pkg, u64 capacity_ns, u64 busy_ns,
-			  struct cge_energy *out)
+/*
+ * The domains @pkg's reader reads: PSYS is platform-wide, read once with
+ * the first package (the sampler shares it out); AMD's cores are read per
+ * core. Their registers into @b, their domains into @dom.
+ */
+static void cge_rapl_batch(const struct cge_pkg *pkg, struct cge_msr_batch *b,
+			   int *dom)
 {
 	int d;
-	u64 raw;
 
-	memset(out, 0, sizeof(*out));
+	BUILD_BUG_ON(CGE_DOM_NR > CGE_MSR_BATCH_MAX);
+	b->n = 0;
 	for_each_set_bit(d, &cge_rapl_domains, CGE_DOM_NR) {
-		struct cge_rapl_counter *c = &pkg->ctr[d];
-
-		/*
-		 * PSYS is platform-wide: read once, with the first package
-		 * (the sampler shares it out); AMD's cores are read per core.
-		 */
 		if ((d == CGE_DOM_PSYS && pkg->id) ||
 		    (d == CGE_DOM_CORE && cge_core_ctr))
 			continue;
-		if (cge_rdmsr(pkg->read_cpu, cge_msr[d], &raw)) {
+		dom[b->n] = d;
+		b->msr[b->n++] = cge_msr[d];
+	}
+}
+
+/* All of @pkg's domains in one cross-call to its read_cpu. */
+static void cge_rapl_read(struct cge_pkg *pkg, u64 capacity_ns, u64 busy_ns,
+			  struct cge_energy *out)
+{
+	struct cge_msr_batch b;
+	int dom[CGE_DOM_NR];
+	unsigned int i;
+
+	memset(out, 0, sizeof(*out));
+	cge_rapl_batch(pkg, &b, dom);
+	/* a failed cross-call is one error: the next read takes the delta */
+	if (cge_rdmsr_batch(pkg->read_cpu, &b)) {
+		cge_source_health.read_errors++;
+		return;
+	}
+	for (i = 0; i < b.n; i++) {
+		struct cge_rapl_counter *c = &pkg->ctr[dom[i]];
+
+		if (b.err[i]) {
 			cge_source_health.read_errors++;
 			continue;
 		}
-		if (c->primed && cge_rapl_raw_wrapped(c->last_raw, raw))
+		if (c->primed && cge_rapl_raw_wrapped(c->last_raw, b.val[i]))
 			cge_source_health.wraps++;
-		out->dom_uj[d] = cge_rapl_counter_delta_uj(c, raw);
+		out->dom_uj[dom[i]] = cge_rapl_counter_delta_uj(c, b.val[i]);
 	}
 	out->headline_uj = out->dom_uj[CGE_DOM_PKG] + out->dom_uj[CGE_DOM_DRAM];
 }
 
 static void cge_rapl_resync(struct cge_pkg *pkg)
 {
-	int d;
-	u64 raw;
+	struct cge_msr_batch b;
+	int dom[CGE_DOM_NR];
+	unsigned int i;
+	int err;
 
-	for_each_set_bit(d, &cge_rapl_domains, CGE_DOM_NR) {
-		/* as cge_rapl_read(): PSYS with the first package only */
-		if ((d == CGE_DOM_PSYS && pkg->id) ||
-		    (d == CGE_DOM_CORE && cge_core_ctr))
-			continue;
+	cge_rapl_batch(pkg, &b, dom);
+	err = cge_rdmsr_batch(pkg->read_cpu, &b);
+	if (err)
+		cge_source_health.read_errors++;
+	for (i = 0; i < b.n; i++) {
 		/* on failure the next good read primes it: no delta */
-		if (cge_rdmsr(pkg->read_cpu, cge_msr[d], &raw)) {
-			cge_source_health.read_errors++;
-			pkg->ctr[d].primed = false;
+		if (err || b.err[i]) {
+			if (!err)
+				cge_source_health.read_errors++;
+			pkg->ctr[dom[i]].primed = false;
 		} else {
-			cge_rapl_counter_resync(&pkg->ctr[d], raw);
+			cge_rapl_counter_resync(&pkg->ctr[dom[i]], b.val[i]);
 		}
 	}
 }
@@ -180,25 +241,6 @@ void cge_rapl_exit(void)
 	cge_core_ctr = NULL;
 }
 
-/* Intel parts with RAPL MSRs: family 6 models the kernel's rapl drivers know. */
-static bool cge_intel_has_rapl(u32 model)
-{
-	static const u8 models[] = {
-		0x2a, 0x2d, 0x3a, 0x3c, 0x3e, 0x3f, 0x45, 0x46, 0x47, 0x4f,
-		0x4c, 0x4d, 0x56, 0x55, 0x4e, 0x5e, 0x57, 0x5c, 0x5f, 0x66,
-		0x6a, 0x6c, 0x7a, 0x7d, 0x7e, 0x85, 0x86, 0x8a, 0x8c, 0x8d,
-		0x8e, 0x8f, 0x96, 0x97, 0x9a, 0x9c, 0x9e, 0xa5, 0xa6, 0xa7,
-		0xaa, 0xac, 0xad, 0xae, 0xaf, 0xb5, 0xb7, 0xba, 0xbd, 0xbe,
-		0xbf, 0xc5, 0xc6, 0xcf,
-	};
-	int i;
-
-	for (i = 0; i < ARRAY_SIZE(models); i++)
-		if (models[i] == model)
-			return true;
-	return false;
-}
-
 /*
  * AMD family 17h (Zen, Zen 2), 19h (Zen 3, 4) and 1Ah (Zen 5), Hygon family
  * 18h: the RAPL MSRs of their PPRs, matched by family as the kernel's
@@ -217,13 +259,15 @@ static bool cge_amd_has_rapl(const struct cpuinfo_x86 *c)
 /**
  * cge_rapl_detect() - set up the RAPL source if this machine has one
  * @cpu: an online CPU to probe the registers on
+ * @any_model: try an Intel model the RAPL model table does not list
+ *	(source=rapl)
  *
  * The packages' counters are set up by the source's init_pkg().
  *
  * Return: the RAPL source if RAPL counters are present and advance, NULL
  * otherwise.
  */
-const struct cge_source *cge_rapl_detect(unsigned int cpu)
+const struct cge_source *cge_rapl_detect(unsigned int cpu, bool any_model)
 {
 	struct cpuinfo_x86 *c = &boot_cpu_data;
 	u32 unit_msr;
@@ -235,8 +279,23 @@ const struct cge_source *cge_rapl_detect(unsigned int cpu)
 		pr_info("running under a hypervisor: RAPL is rarely passed through\n");
 	cge_family = c->x86;
 	cge_model = c->x86_model;
-	if (c->x86_vendor == X86_VENDOR_INTEL && c->x86 == 6 &&
-	    cge_intel_has_rapl(c->x86_model)) {
+	if (c->x86_vendor == X86_VENDOR_INTEL) {
+		/*
+		 * A model the kernel's table does not list (a new one, a
+		 * server whose RAPL it reads through TPMI, or an Atom whose
+		 * unit register is encoded otherwise) is tried only when the
+		 * operator asks for RAPL (source=rapl): its units are not
+		 * known to be the ones decoded here.
+		 */
+		if (!cge_intel_rapl_id(c->x86, c->x86_model)) {
+			if (!any_model) {
+				pr_info("Intel family %u model 0x%02x is not in the RAPL model table: source=rapl tries its RAPL MSRs\n",
+					c->x86, c->x86_model);
+				return NULL;
+			}
+			pr_warn("Intel family %u model 0x%02x is not in the RAPL model table: trying its RAPL MSRs (source=rapl), no unit quirks\n",
+				c->x86, c->x86_model);
+		}
 		cge_is_amd = false;
 		unit_msr = CGE_MSR_RAPL_POWER_UNIT;
 		cge_msr[CGE_DOM_PKG] = CGE_MSR_PKG_ENERGY_STATUS;

@@ -4,45 +4,15 @@
  *
  * The energy status registers count in units of 2^-ESU joule, ESU taken
  * from the unit register, except where a model uses a fixed unit for a
- * domain. The quirk table follows the kernel's own drivers (perf's
- * arch/x86/events/rapl.c and drivers/powercap/intel_rapl_common.c, 6.1 to
- * 6.12): a fixed 2^-16 J DRAM unit on the Haswell-class servers and Xeon
- * Phi, and a fixed 1 J PSYS unit on Sapphire and Emerald Rapids. Sapphire
- * Rapids and later use the register's unit for DRAM (the kernel dropped
- * that quirk for SPR in 2022); Granite Rapids has no MSR quirk (its RAPL is
- * read through TPMI).
+ * domain (rapl_ids.c).
  */
 #include <linux/types.h>
 #include <linux/kernel.h>
 
 #include "rapl_decode.h"
+#include "rapl_ids.h"
 
 #define CGE_UJ_PER_J	1000000ULL
-
-/**
- * struct cge_rapl_quirk - a fixed energy unit for one domain of one model
- * @model: Intel family 6 model number
- * @domain: the domain whose unit is fixed
- * @esu: the fixed unit, 2^-esu J
- */
-struct cge_rapl_quirk {
-	u8 model;
-	u8 domain;
-	u8 esu;
-};
-
-static const struct cge_rapl_quirk cge_rapl_quirks[] = {
-	{ 0x3F, CGE_DOM_DRAM, 16 },	/* Haswell-X */
-	{ 0x4F, CGE_DOM_DRAM, 16 },	/* Broadwell-X */
-	{ 0x56, CGE_DOM_DRAM, 16 },	/* Broadwell-D (perf; not powercap) */
-	{ 0x55, CGE_DOM_DRAM, 16 },	/* Skylake-X, Cascade/Cooper Lake */
-	{ 0x6A, CGE_DOM_DRAM, 16 },	/* Icelake-X */
-	{ 0x6C, CGE_DOM_DRAM, 16 },	/* Icelake-D */
-	{ 0x57, CGE_DOM_DRAM, 16 },	/* Xeon Phi Knights Landing */
-	{ 0x85, CGE_DOM_DRAM, 16 },	/* Xeon Phi Knights Mill */
-	{ 0x8F, CGE_DOM_PSYS, 0 },	/* Sapphire Rapids-X */
-	{ 0xCF, CGE_DOM_PSYS, 0 },	/* Emerald Rapids-X */
-};
 
 /**
  * cge_rapl_esu - energy status unit from a unit register value
@@ -85,15 +55,17 @@ bool cge_rapl_unit_sane(u32 esu)
 u32 cge_rapl_domain_esu(bool is_amd, u32 family, u32 model,
 			enum cge_rapl_domain d, u32 esu)
 {
-	unsigned int i;
+	const struct cge_rapl_id *id;
 
-	if (is_amd || family != 6)
+	if (is_amd)
 		return esu;
-	for (i = 0; i < ARRAY_SIZE(cge_rapl_quirks); i++) {
-		if (cge_rapl_quirks[i].model == model &&
-		    cge_rapl_quirks[i].domain == d)
-			return cge_rapl_quirks[i].esu;
-	}
+	id = cge_intel_rapl_id(family, model);
+	if (!id)
+		return esu;
+	if (d == CGE_DOM_DRAM && (id->quirks & CGE_RAPL_DRAM_FIXED))
+		return 16;
+	if (d == CGE_DOM_PSYS && (id->quirks & CGE_RAPL_PSYS_1J))
+		return 0;
 	return esu;
 }
 

@@ -233,29 +233,71 @@ static u64 cge_slot_weight(const struct cge_slot *sl, int split)
 }
 
 /*
+ * Where the counter of @cpu's core is read: on the sampler's own CPU if it
+ * is of that core (no IPI), else on @ran (a CPU of the core that ran a task
+ * this interval, or -1) or another online CPU of the core, one the operator
+ * left to housekeeping: an isolated CPU is not interrupted for it.
+ * Return: the CPU, or -1 if the core's online CPUs are all isolated.
+ */
+static int cge_core_read_cpu(unsigned int cpu, int ran)
+{
+	const struct cpumask *sibs = topology_sibling_cpumask(cpu);
+	unsigned int me = raw_smp_processor_id(), sib;
+	int at = -1;
+
+	rcu_read_lock();
+	if (cpumask_test_cpu(me, sibs) && !cpu_is_isolated(me)) {
+		at = me;
+	} else if (ran >= 0 && !cpu_is_isolated(ran)) {
+		at = ran;
+	} else {
+		for_each_cpu_and(sib, sibs, cpu_online_mask) {
+			if (!cpu_is_isolated(sib)) {
+				at = sib;
+				break;
+			}
+		}
+	}
+	rcu_read_unlock();
+	return at;
+}
+
+/*
  * The energy of @cpu's core since its counter was last read, into @uj, and
  * the CPU time of its CPUs over that span, into @span_ns (@now_ns, their time
- * this interval, included). The counter is read on @on, a CPU of the core
- * that ran a task this interval, or, if none did (@on < 0), on @cpu if it
- * was never read (since load or resume) or not for CGE_CORE_UNREAD_MAX_NS.
+ * this interval, included). The counter is read if a CPU of the core ran a
+ * task this interval (@ran, or -1), or if it was never read (since load or
+ * resume) or not for CGE_CORE_UNREAD_MAX_NS; on the CPU
+ * cge_core_read_cpu() gives. A core whose CPUs are all isolated is not
+ * read (counted: energy.info's isolated_core_skips): its tasks have no
+ * per-core energy, and its next reading only starts the counter afresh.
  * Return: false if it was not read: its energy stays in the counter, and
  * its CPUs' time with it, for the next reading.
  */
-static bool cge_core_energy(unsigned int cpu, int on, u64 now_ns, u64 *uj,
+static bool cge_core_energy(unsigned int cpu, int ran, u64 now_ns, u64 *uj,
 			    u64 *span_ns)
 {
 	unsigned int k = cge_topo_core(cpu);
 	u64 now = ktime_get_ns(), raw = 0;
 	struct cge_core *core;
+	int at;
 
 	if (k == CGE_TOPO_NONE)
 		return false;
 	core = &cge_cores[k];
 	core->unread_ns += now_ns;
-	if (on < 0 && core->read_ns &&
+	if (ran < 0 && core->read_ns &&
 	    now - core->read_ns <= CGE_CORE_UNREAD_MAX_NS)
 		return false;
-	if (cge_source->read_core(on < 0 ? cpu : on, &raw)) {
+	at = cge_core_read_cpu(cpu, ran);
+	if (at < 0) {
+		cge_source_health.isolated_core_skips++;
+		core->skipped = true;
+		/* as a failed read: not again before the limit, unless it runs */
+		core->read_ns = now;
+		return false;
+	}
+	if (cge_source->read_core(at, &raw)) {
 		cge_source_health.read_errors++;
 		/* not again before CGE_CORE_UNREAD_MAX_NS, unless it runs */
 		core->read_ns = now;
@@ -265,6 +307,11 @@ static bool cge_core_energy(unsigned int cpu, int on, u64 now_ns, u64 *uj,
 	*span_ns = core->unread_ns;
 	core->unread_ns = 0;
 	core->read_ns = now;
+	if (core->skipped) {
+		/* unread for an unknown span, wraps included: start afresh */
+		core->skipped = false;
+		return false;
+	}
 	return true;
 }
 
@@ -355,7 +402,7 @@ static void cge_drain_pkg(struct cge_pkg *pkg, unsigned int *n,
 {
 	bool cores = cge_source->read_core;
 	struct cpumask *done = &cge_done;
-	unsigned int cpu, sib, nr, me;
+	unsigned int cpu, sib, nr;
 	u64 now_ns, busy, uj = 0, span = 0;
 	bool per_core;
 	int ran;
@@ -381,15 +428,6 @@ static void cge_drain_pkg(struct cge_pkg *pkg, unsigned int *n,
 				nr++;
 			}
 		}
-		/*
-		 * its counter read here, with no IPI, if this is the core (the
-		 * sampler's worker is bound to its CPU, cge_queue_sample(),
-		 * unless that CPU went offline; the read checks again where
-		 * it runs)
-		 */
-		me = raw_smp_processor_id();
-		if (ran >= 0 && cpumask_test_cpu(me, topology_sibling_cpumask(cpu)))
-			ran = me;
 		per_core = cores && cpu_online(cpu) &&
 			   cge_core_energy(cpu, ran, now_ns, &uj, &span);
 		cge_fold(cge_cs, nr, per_core, uj, span - min(span, busy), n,
@@ -495,6 +533,35 @@ static void cge_share_psys(const struct cge_pkg *pkg, struct cge_energy *e)
 }
 
 /*
+ * Where @pkg's counters are read: on the sampler's own CPU if it is one of
+ * @pkg's (no IPI), else on the first online CPU of @pkg that the operator
+ * left to housekeeping, so that no isolated CPU is interrupted for it. A
+ * package whose online CPUs are all isolated is read on the first of them
+ * (rapl.c counts such reads). Return: nr_cpu_ids if no CPU of @pkg is
+ * online.
+ */
+static unsigned int cge_pkg_read_cpu(const struct cge_pkg *pkg)
+{
+	unsigned int me = raw_smp_processor_id(), cpu, at;
+
+	at = cpumask_first_and(&pkg->cpus, cpu_online_mask);
+	rcu_read_lock();
+	if (cpumask_test_cpu(me, &pkg->cpus) && cpu_online(me) &&
+	    !cpu_is_isolated(me)) {
+		at = me;
+	} else {
+		for_each_cpu_and(cpu, &pkg->cpus, cpu_online_mask) {
+			if (!cpu_is_isolated(cpu)) {
+				at = cpu;
+				break;
+			}
+		}
+	}
+	rcu_read_unlock();
+	return at;
+}
+
+/*
  * Read @pkg's energy for this interval and split it between the @n charged
  * records, @sys's kinds and idle; @idle_ns is its CPUs' idle time.
  * Interrupts and softirqs count as busy for the power model, steal as idle:
@@ -507,7 +574,7 @@ static noinline void cge_split_pkg(struct cge_pkg *pkg, unsigned int n,
 	u64 active_ns = sys->ns[CGE_SYS_IRQ] + sys->ns[CGE_SYS_SOFTIRQ];
 	u64 busy_ns, lost_ns, idle_uj, sys_uj[CGE_SYS_NR];
 	struct cge_energy e;
-	unsigned int i, k, me;
+	unsigned int i, k;
 
 	BUILD_BUG_ON(CGE_SYS_NR > CGE_SPLIT_MAX_KINDS);
 	busy_ns = cge_collect(n, READ_ONCE(cge_split_param));
@@ -518,10 +585,7 @@ static noinline void cge_split_pkg(struct cge_pkg *pkg, unsigned int n,
 	cge_lost_ns = 0;
 	cge_grow_failed = false;
 
-	/* read by the sampler's own CPU where it is in @pkg: no IPI */
-	me = raw_smp_processor_id();
-	pkg->read_cpu = cpumask_test_cpu(me, &pkg->cpus) && cpu_online(me) ?
-			me : cpumask_first_and(&pkg->cpus, cpu_online_mask);
+	pkg->read_cpu = cge_pkg_read_cpu(pkg);
 	memset(&e, 0, sizeof(e));
 	if (pkg->read_cpu >= nr_cpu_ids) {
 		/* Unread while no CPU of it is online: start afresh after. */
@@ -563,7 +627,7 @@ static void cge_init_pkgs(unsigned int from)
 
 	for (; from < cge_npkg; from++) {
 		pkg = &cge_pkgs[from];
-		pkg->read_cpu = cpumask_first_and(&pkg->cpus, cpu_online_mask);
+		pkg->read_cpu = cge_pkg_read_cpu(pkg);
 		if (pkg->read_cpu < nr_cpu_ids) {
 			cge_source->init_pkg(pkg);
 		} else {
@@ -608,58 +672,81 @@ static void cge_sample_locked(void)
 	cge_snap_sampled(cge_sampler_health.samples, cge_step.end_ns);
 }
 
-/* A sample now (module exit, suspend): it empties every CPU's cache. */
-static void cge_sample_now(void)
+/*
+ * The CPU samples run on: the one the sampler runs on (at load, the CPU
+ * that loads the module), if that CPU is left to the kernel's housekeeping
+ * (not isolated by nohz_full=, isolcpus= or an isolated cpuset partition:
+ * cpu_is_isolated()), else on the first online one that
+ * is: its timer fires there and its worker runs there, so the sampler
+ * wakes no other CPU by an IPI and never runs on an isolated one. The
+ * unbound workqueue gives neither: it may run the work on any CPU, a
+ * tickless or an idle one included. Under cpus_read_lock(): the CPU stays
+ * online until the work (or its timer) is queued. A sample is short work,
+ * which a per-CPU worker may hold.
+ */
+static int cge_sample_cpu(void)
+{
+	int cpu, hk;
+
+	cpu = raw_smp_processor_id();
+	rcu_read_lock();
+	if (!cpu_online(cpu) || cpu_is_isolated(cpu)) {
+		for_each_online_cpu(hk) {
+			if (!cpu_is_isolated(hk)) {
+				cpu = hk;
+				break;
+			}
+		}
+	}
+	rcu_read_unlock();
+	return cpu;
+}
+
+static void cge_queue_sample(unsigned long delay)
+{
+	cpus_read_lock();
+	queue_delayed_work_on(cge_sample_cpu(), system_percpu_wq, &cge_work,
+			      delay);
+	cpus_read_unlock();
+}
+
+static void cge_sample_now_fn(struct work_struct *work)
 {
 	mutex_lock(&cge_lock);
 	cge_sample_locked();
 	mutex_unlock(&cge_lock);
 }
 
-/*
- * Queue the next sample on the CPU the sampler runs on (at load, the CPU
- * that loads the module), if that CPU is left to the kernel's housekeeping
- * (cge_housekeeping_cpu(): not isolated by nohz_full=, isolcpus= or, on
- * 7.x, an isolated cpuset partition), else on the first online one that
- * is: its
- * timer fires there and its worker runs there, so the sampler wakes no
- * other CPU by an IPI and never runs on an isolated one. (On the unbound
- * workqueue, 7.2 with nohz_full=1 ran it on the tickless CPU, 10 IPIs a
- * second to it, and without nohz_full woke an idle CPU for it by an IPI.)
- * Under cpus_read_lock(): the CPU stays online until its timer is armed. A
- * sample is short work (tens of µs to a few ms with thousands of active
- * cgroups), which a per-CPU worker may hold.
- */
-static void cge_queue_sample(unsigned long delay)
-{
-	int cpu, hk;
+static DECLARE_WORK(cge_now_work, cge_sample_now_fn);
 
+/*
+ * A sample now (module exit, suspend): it empties every CPU's cache. It
+ * runs in a worker, as the periodic ones do, and not in the calling task:
+ * a sample looks up the cgroups it has not seen yet with
+ * cgroup_get_from_id(), which (6.0 on) finds only those inside the calling
+ * task's cgroup namespace, and the task that suspends the machine or
+ * unloads the module may be in a container's. Workers are in the initial
+ * namespace, so every sample charges the same cgroups whoever starts it.
+ */
+static void cge_sample_now(void)
+{
 	cpus_read_lock();
-	cpu = raw_smp_processor_id();
-	if (!cpu_online(cpu) || !cge_housekeeping_cpu(cpu)) {
-		for_each_online_cpu(hk) {
-			if (cge_housekeeping_cpu(hk)) {
-				cpu = hk;
-				break;
-			}
-		}
-	}
-	queue_delayed_work_on(cpu, cge_percpu_wq, &cge_work, delay);
+	queue_work_on(cge_sample_cpu(), system_percpu_wq, &cge_now_work);
 	cpus_read_unlock();
+	flush_work(&cge_now_work);
 }
 
 /*
  * Samples are due every interval_ms from the previous due time, not from when
  * the previous one finished: the delay is what is left of the period, rounded
  * up to whole jiffies, so the sample's own time and the timer's rounding do
- * not add up (10 ms asked for gave a sample every 16 ms at HZ=250 when each
- * period was counted from the end of the last sample). A sample serves the
- * due time it was queued for, however late it runs; the due times that pass
- * before it ends are missed and counted as overruns, and the next sample is
- * queued for the first due time still ahead, so samples + overruns is the
- * number of due times. The timer fires on a tick: a sample can start up to
- * a tick before or after its due time. A new interval_ms applies from the
- * sample already queued, which keeps the old one.
+ * not add up to a longer period. A sample serves the due time it was queued
+ * for, however late it runs; the due times that pass before it ends are
+ * missed and counted as overruns, and the next sample is queued for the
+ * first due time still ahead, so samples + overruns is the number of due
+ * times. The timer fires on a tick: a sample can start up to a tick before
+ * or after its due time. A new interval_ms applies from the sample already
+ * queued, which keeps the old one.
  */
 static void cge_sample_fn(struct work_struct *work)
 {
@@ -708,8 +795,7 @@ static void cge_sampler_resume(void)
 	mutex_lock(&cge_lock);
 	cpus_read_lock();
 	for (p = 0; p < cge_npkg; p++) {
-		cge_pkgs[p].read_cpu = cpumask_first_and(&cge_pkgs[p].cpus,
-							 cpu_online_mask);
+		cge_pkgs[p].read_cpu = cge_pkg_read_cpu(&cge_pkgs[p]);
 		/* one without an online CPU stays or becomes stale */
 		cge_pkgs[p].stale |= cge_pkgs[p].read_cpu >= nr_cpu_ids;
 		if (!cge_pkgs[p].stale)
@@ -722,6 +808,7 @@ static void cge_sampler_resume(void)
 		for (k = 0; k < nr_cpu_ids; k++) {
 			cge_cores[k].unread_ns = 0;
 			cge_cores[k].read_ns = 0;
+			cge_cores[k].skipped = false;
 		}
 	}
 	cge_source_health.resyncs++;
@@ -764,7 +851,8 @@ static int cge_choose_source(void)
 		cge_source = &cge_model_source;
 		return 0;
 	}
-	cge_source = cge_rapl_detect(cge_pkgs[0].read_cpu);
+	cge_source = cge_rapl_detect(cge_pkgs[0].read_cpu,
+				     kind == CGE_SOURCE_RAPL);
 	if (cge_source) {
 		pr_info("energy source: RAPL (%s), energy unit 2^-%u J\n",
 			cge_rapl_vendor(), cge_rapl_unit_esu());
@@ -788,8 +876,7 @@ int cge_sampler_init(void)
 	if (ret)
 		return ret;
 	cpus_read_lock();
-	cge_pkgs[0].read_cpu = cpumask_first_and(&cge_pkgs[0].cpus,
-						 cpu_online_mask);
+	cge_pkgs[0].read_cpu = cge_pkg_read_cpu(&cge_pkgs[0]);
 	ret = cge_choose_source();
 	if (!ret)
 		cge_init_pkgs(0);

@@ -50,8 +50,8 @@ struct cge_source {
 	void (*resync)(struct cge_pkg *pkg);
 	/*
 	 * Per-core energy (AMD), or all NULL; it is the CGE_DOM_CORE domain.
-	 * read_core() reads the counter of @cpu's core, by an IPI if @cpu
-	 * is not this CPU (sleeps). core_delta()
+	 * read_core() reads the counter of @cpu's core, in a cross-call if
+	 * @cpu is not this CPU. core_delta()
 	 * turns a raw value of core @core into µJ since its previous value;
 	 * core_resync() makes the next value of every core start afresh.
 	 */
@@ -60,17 +60,25 @@ struct cge_source {
 	void (*core_resync)(void);
 };
 
-/* Health counters, shown in energy.info. */
+/*
+ * Health counters, shown in energy.info. isolated_cpu_reads: cross-calls
+ * that read counters on an isolated CPU (a package none of whose online
+ * CPUs is left to housekeeping); isolated_core_skips: samples in which a
+ * due read of a per-core counter was left out, its core's CPUs all
+ * isolated.
+ */
 struct cge_source_health {
 	u64 read_errors;
 	u64 wraps;
 	u64 resyncs;
+	u64 isolated_cpu_reads;
+	u64 isolated_core_skips;
 };
 
 extern const struct cge_source cge_model_source;
 extern struct cge_source_health cge_source_health;
 
-const struct cge_source *cge_rapl_detect(unsigned int cpu);
+const struct cge_source *cge_rapl_detect(unsigned int cpu, bool any_model);
 void cge_rapl_exit(void);
 const char *cge_rapl_vendor(void);
 u32 cge_rapl_unit_esu(void);

@@ -201,6 +201,8 @@ int cge_info_show(struct seq_file *m, bool host)
 	seq_printf(m, "energy_read_errors %llu\n", sh.read_errors);
 	seq_printf(m, "counter_wraps %llu\n", sh.wraps);
 	seq_printf(m, "counter_resyncs %llu\n", sh.resyncs);
+	seq_printf(m, "isolated_cpu_reads %llu\n", sh.isolated_cpu_reads);
+	seq_printf(m, "isolated_core_skips %llu\n", sh.isolated_core_skips);
 	cge_probe_counters(&overflows, &quiet);
 	seq_printf(m, "cache_overflows %llu\n", overflows);
 	seq_printf(m, "quiet_drains %llu\n", quiet);

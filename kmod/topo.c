@@ -57,7 +57,7 @@ unsigned int cge_topo_max_pkgs(void)
 	unsigned int n = topology_max_packages();
 
 	if (!cge_topo_per_package())
-		n *= cge_max_dies_per_package();
+		n *= topology_max_dies_per_package();
 	return max(n, 1U);
 }
 

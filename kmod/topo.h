@@ -20,12 +20,15 @@ struct cge_pkg;
  * @key: topology_core_id() within the package
  * @unread_ns: CPU time of its CPUs since its counter was last read
  * @read_ns: when it was last read (CLOCK_MONOTONIC)
+ * @skipped: a read was left out since, its CPUs all isolated: the next
+ *	reading only starts the counter afresh
  */
 struct cge_core {
 	unsigned int pkg;
 	int key;
 	u64 unread_ns;
 	u64 read_ns;
+	bool skipped;
 };
 
 /* Sampler-owned, under cge_lock and cpus_read_lock(). */

@@ -22,6 +22,7 @@ Fixtures:
               vm.build_module(flavour), vm.build_external(src_dir, flavour)
   vm_flavour  parametrised over the selected flavours (module scope)
   cge_ko      path of cgroup_energy.ko built for vm_flavour
+  emu_ko      the same, the test build with emulated RAPL hardware
 
 Batching many checks into one boot:
 
@@ -219,3 +220,9 @@ def vm(request):
 @pytest.fixture(scope='module')
 def cge_ko(vm_flavour):
     return build.build_module(vm_flavour)
+
+
+@pytest.fixture(scope='module')
+def emu_ko(vm_flavour):
+    """The test build with emulated RAPL hardware (tests/emu/)."""
+    return build.build_module(vm_flavour, variant='emu')

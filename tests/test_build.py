@@ -68,7 +68,8 @@ def test_tool_builds_without_kernel_headers(tmp_path):
 # kernel of the matrix, nor of the compile sweep, lacks it (a vanilla 6.1.0
 # does); its 0 branch is built by test_probe_branch_no_packaged_kernel_takes.
 NEW_IN_5_10 = ('SCHED_SWITCH_PREV_STATE', 'CGROUP_GET_FROM_ID',
-               'X86_FEATURE_RAPL', 'TAINT_TEST', 'TASK_IS_RUNNING', 'HK_TYPE')
+               'X86_FEATURE_RAPL', 'TAINT_TEST', 'TASK_IS_RUNNING', 'HK_TYPE',
+               'CPU_IS_ISOLATED')
 PROBES_EXPECTED = {
     '5.10': {**dict.fromkeys(('SIMPLE_INODE_INIT_TS', 'KN_NAME_RCU',
                               'D_REVALIDATE_DIR', 'SET_DEFAULT_D_OP',

@@ -6,16 +6,11 @@ uncore (and DRAM) power beside them, it recovers the per-CPU equivalent
 3 %. The fit itself is tested on the host in test_calibrate.py."""
 import pytest
 
-from vm import build, emu
+from vm import emu
 from workload import guest_json, ok
 
 IDLE_MW, BUSY_MW = 1500, 6000
 LIMIT = 0.03
-
-
-@pytest.fixture(scope='module')
-def emu_ko(vm_flavour):
-    return build.build_module(vm_flavour, variant='emu')
 
 
 # calibrate.py reads energy.stat and /proc/stat, alike on every kernel;

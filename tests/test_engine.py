@@ -187,6 +187,25 @@ def test_held_energy_stat_of_a_removed_cgroup(res):
     assert r['held_reaped'] == 'ENODEV', r
 
 
+def test_thread_moving_its_process_against_cpu_stat(res):
+    r = ok(res, 's_thread_move')
+    # 0.3 s of the second thread's CPU time in each cgroup at least
+    assert r['b']['cpu_stat'] >= 300000, r
+    # Both together as test_accuracy's usage checks: 0 to 1 ms below
+    # cpu.stat. Each alone within one tick (4 ms at Debian's HZ=250):
+    # without the cpu controller cpu.stat charges the runtime since the
+    # thread's last update_curr() to the cgroup it is in at the next one,
+    # so the slice just before the move can go to 'b' there, where the
+    # module charges it to 'a' at the move (6.1-rt: a 156 µs above, b
+    # 224 µs below in one deep run). Before the attach probe charged a
+    # thread that moved its process, 'a' took all the thread ran after the
+    # move (the fix's commit has the figures): 0.3 s here.
+    both = sum(r[rel]['usage_usec'] - r[rel]['cpu_stat'] for rel in 'ab')
+    assert -1000 <= both <= 1, r
+    for rel in ('a', 'b'):
+        assert abs(r[rel]['usage_usec'] - r[rel]['cpu_stat']) <= 4000, r
+
+
 def test_removed_tree_charged_to_nearest_live_ancestor(res):
     r = ok(res, 's_removed_tree')
     assert r['samples_between'] == 0, r       # premise: one drain for all
@@ -485,6 +504,16 @@ def test_resume_resynchronises(res):
     r = ok(res, 's_suspend')
     assert r['rc'] == 0, r['err']          # a suspend test cycle
     assert r['resyncs'] == 1 and r['root_ok'], r
+
+
+def test_suspend_from_a_namespace_charges_cgroups_outside_it(res):
+    # the PM notifier's sample, in a task inside a cgroup namespace, charges
+    # a cgroup outside it that no sample had seen to that cgroup, not to an
+    # ancestor (cgroup_get_from_id() checks the caller's namespace, 6.0+)
+    r = ok(res, 's_suspend_ns')
+    assert r['rc'] == 0, r['err']
+    assert r['samples'] == 1, r            # premise: the suspend's sample only
+    assert close(r['usage'], r['kernel'], 0.05, 20_000), r
 
 
 def test_root_terms_self_consistent(res):

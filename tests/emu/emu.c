@@ -259,18 +259,21 @@ struct cge_emu_core {
  * @busy_total: busy time since it was first seen
  * @uj: its energy (idle and dynamic, scaled) since it was first seen, µJ
  * @pj_rem: the part of it below a µJ, pJ
+ * @reads_here: cross-calls that read registers on it (the module's reads
+ *	executed there, wherever they were asked from)
  */
 struct cge_emu_cpu {
 	int pkg, core;
 	u32 busy_mw;
 	u64 busy_ns, busy_total, uj, pj_rem;
+	u64 reads_here;
 };
 
 static const struct cge_emu_profile *cge_emu_p;
 static int cge_emu_zero_dom = -1;
 /*
- * raw: every read runs in an IPI's function (cge_emu_rdmsr()), hardirq
- * even on RT.
+ * raw: every read runs in a cross-call's function (cge_emu_read_here()),
+ * hardirq even on RT.
  * Each read brings every online CPU up to date under it, IRQs off: fine
  * for a test build of a few CPUs, not for production.
  */
@@ -522,69 +525,49 @@ static void cge_emu_count_remote(struct cge_emu_ctr *c, unsigned int from)
 		co->remote++;
 }
 
-/* One read, on the CPU whose register it is (IRQs off). */
-struct cge_emu_rd {
-	unsigned int from;
-	u32 msr;
-	u64 val;
-	int ret;
-};
-
-static void cge_emu_rdmsr_here(void *arg)
+/* One register read on this CPU, under cge_emu_lock. */
+static int cge_emu_read_one(unsigned int from, u32 msr, u64 *val)
 {
 	const struct cge_emu_profile *p = cge_emu_p;
-	unsigned int cpu = smp_processor_id();
-	struct cge_emu_rd *rd = arg;
 	struct cge_emu_ctr *c;
 	int d;
 
-	rd->ret = -EIO;
-	raw_spin_lock(&cge_emu_lock);
-	cge_emu_advance();
-	c = cge_emu_find(cpu, rd->msr, &d);
-	if (c && d == CGE_EMU_PP0 && p->per_core)
-		cge_emu_count_remote(c, rd->from);
-	if (c && d == cge_emu_zero_dom) {
-		rd->val = 0;
-		rd->ret = 0;
-	} else if (c) {
-		rd->ret = cge_emu_read(c, p->esu[d], &rd->val);
+	if (msr == p->unit_msr) {
+		*val = p->unit;
+		return 0;
 	}
-	raw_spin_unlock(&cge_emu_lock);
+	c = cge_emu_find(smp_processor_id(), msr, &d);
+	if (!c)
+		return -EIO;
+	if (d == CGE_EMU_PP0 && p->per_core)
+		cge_emu_count_remote(c, from);
+	if (d == cge_emu_zero_dom) {
+		*val = 0;
+		return 0;
+	}
+	return cge_emu_read(c, p->esu[d], val);
 }
 
 /**
- * cge_emu_rdmsr - read an emulated RAPL register
- * @cpu: the CPU it is read on (its package's and core's counters)
- * @msr: the register
- * @val: its value
+ * cge_emu_read_here - read emulated RAPL registers on this CPU
+ * @b: the registers, the CPU that asked for them; their values and errors
  *
- * As rdmsr_safe_on_cpu(), which it replaces: the read runs on @cpu, by an
- * IPI from any other CPU. Process context.
- *
- * Return: 0, -ENXIO if @cpu is offline, or -EIO for a register the profile
- * does not have (real parts fault on it) or a read that emu_fail_every
- * faults.
+ * As rdmsrq_safe() on each register, which it replaces: the module calls
+ * it on the CPU whose registers it reads, IRQs off (a cross-call's
+ * function, hardirq even on RT). An error is -EIO for a register the
+ * profile does not have (real parts fault on it) or a read that
+ * emu_fail_every faults.
  */
-int cge_emu_rdmsr(unsigned int cpu, u32 msr, u64 *val)
+void cge_emu_read_here(struct cge_msr_batch *b)
 {
-	struct cge_emu_rd rd = { .msr = msr };
-	int err;
+	unsigned int i;
 
-	might_sleep();		/* as rdmsr_safe_on_cpu() */
-	if (!cpu_online(cpu))
-		return -ENXIO;
-	if (msr == cge_emu_p->unit_msr) {
-		*val = cge_emu_p->unit;
-		return 0;
-	}
-	rd.from = get_cpu();
-	err = smp_call_function_single(cpu, cge_emu_rdmsr_here, &rd, 1);
-	put_cpu();
-	if (err)
-		return -ENXIO;		/* @cpu is offline */
-	*val = rd.val;
-	return rd.ret;
+	raw_spin_lock(&cge_emu_lock);
+	cge_emu_advance();
+	cge_emu_cpus[smp_processor_id()].reads_here++;
+	for (i = 0; i < b->n; i++)
+		b->err[i] = cge_emu_read_one(b->from, b->msr[i], &b->val[i]);
+	raw_spin_unlock(&cge_emu_lock);
 }
 
 /* After resume: the counter starts again from 0 at its last whole step. */
@@ -701,7 +684,7 @@ static void cge_emu_show_cores(struct seq_file *m)
  *	failed F
  *   core C esu E emitted X read Y reads Z max_step S remote M restarts R
  *	gap G failed F
- *   cpu N pkg K busy_ns B uj U
+ *   cpu N pkg K busy_ns B uj U reads_here H
  * core: per-core counters, C its lowest CPU; cpu: each online CPU's busy
  * time and energy (idle and dynamic, scaled) since it was first seen.
  */
@@ -719,8 +702,9 @@ static int cge_emu_truth_show(struct seq_file *m, void *v)
 	for_each_online_cpu(cpu) {
 		c = &cge_emu_cpus[cpu];
 		if (c->pkg >= 0)
-			seq_printf(m, "cpu %u pkg %d busy_ns %llu uj %llu\n",
-				   cpu, c->pkg, c->busy_total, c->uj);
+			seq_printf(m, "cpu %u pkg %d busy_ns %llu uj %llu reads_here %llu\n",
+				   cpu, c->pkg, c->busy_total, c->uj,
+				   c->reads_here);
 	}
 	raw_spin_unlock_irqrestore(&cge_emu_lock, flags);
 	return 0;

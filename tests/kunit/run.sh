@@ -27,7 +27,7 @@ SUBDIR=cgroup_energy_kunit
 DEST=$SRC/drivers/$SUBDIR
 # pure files always linked in; kmod/<name>.c of any tests/kunit/<name>_test.c
 # is added too
-PURE="split rapl_decode model"
+PURE="split rapl_decode rapl_ids model"
 
 log() { echo "kunit: $*" >&2; }
 die() { log "$*"; exit 1; }

@@ -471,6 +471,44 @@ def s_tree(ctx):
             'ns': parse_tree(ns.stdout) if ns.returncode == 0 else None}
 
 
+# A process whose second thread spins, moves the process (cgroup.procs:
+# the tracepoint names the leader, not the mover), then spins again. At
+# SCHED_FIFO no CFS task preempts it after the move: what it runs from the
+# move to its exit is one slice, the cgroup it is charged to decided at the
+# move (a wakeup preemption right after it would hide a wrong one).
+THREAD_MOVE = """
+import os, sys, threading, time
+def spin(s):
+    end = time.thread_time() + s
+    while time.thread_time() < end:
+        pass
+def mover():
+    os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))
+    spin(0.3)
+    with open(sys.argv[1], 'w') as f:
+        f.write(str(os.getpid()))
+    spin(0.3)
+t = threading.Thread(target=mover)
+t.start()
+t.join()
+"""
+
+
+def s_thread_move(ctx):
+    """A thread other than its process's leader moves the process to
+    another cgroup while it runs: the CPU time of each cgroup against
+    cpu.stat's, once the process has exited and the sampler drained it."""
+    mkcg('tmove/a', 'tmove/b')
+    subprocess.run(['sh', '-c', 'echo $$ > "$1"; shift; '
+                    'exec /usr/bin/python3 -c "$@"', 'sh',
+                    f'{CG}/tmove/a/cgroup.procs', THREAD_MOVE,
+                    f'{CG}/tmove/b/cgroup.procs'], check=True)
+    settle()
+    return {rel: {'usage_usec': stat(f'tmove/{rel}')['usage_usec'],
+                  'cpu_stat': kv(CG / f'tmove/{rel}/cpu.stat')['usage_usec']}
+            for rel in ('a', 'b')}
+
+
 def s_bad_input(ctx):
     out = {'params': {}, 'mounts': {}}
     for name, val in [('interval_ms', 0), ('interval_ms', 9),
@@ -557,6 +595,38 @@ def s_suspend(ctx):
     return {'rc': p.returncode, 'err': p.stderr,
             'resyncs': info()['counter_resyncs'] - before,
             'root_ok': root_terms_add_up(read_root())}
+
+
+def s_suspend_ns(ctx):
+    """A suspend started by a task in a cgroup namespace: the PM notifier's
+    sample runs in that task, and the cgroups it first sees there are
+    outside the namespace ('nsq/out/new' against a namespace rooted at
+    'nsq/in'). With a 10 s interval, no periodic sample runs between the
+    work in 'new' and the suspend ('samples' counts the suspend's only)."""
+    mkcg('nsq/in', 'nsq/out')
+    old = get_param('interval_ms')
+    set_interval(10000)
+    # the sample queued before the change keeps the old interval
+    next_sample()
+    # a periodic sample in the window (a host slow enough to take 10 s for
+    # it) would charge 'new' itself: then again, with another cgroup
+    for attempt in range(3):
+        new = f'nsq/out/new{attempt}'
+        n = info()['samples']
+        mkcg(new)
+        W.run(new, 'busy', 0.5)
+        p = sh(f"sh -c 'echo $$ > {CG}/nsq/in/cgroup.procs; exec unshare -C "
+               f"sh -c \"{PM_TEST_DELAY} && echo freezer > /sys/power/pm_test"
+               " && echo freeze > /sys/power/state; rc=\\$?; "
+               "echo none > /sys/power/pm_test; exit \\$rc\"'", check=False)
+        samples = info()['samples'] - n
+        if samples == 1 or p.returncode:
+            break
+    set_interval(old)
+    settle()
+    return {'rc': p.returncode, 'err': p.stderr, 'samples': samples,
+            'attempts': attempt + 1, 'usage': stat(new)['usage_usec'],
+            'kernel': cpu_usage(new)}
 
 
 def s_quiet(ctx):
@@ -807,7 +877,9 @@ if __name__ == '__main__':
            'cgwork': CGWORK}
     scenarios([s_drain_base, s_load_params, s_load, s_equal_pinned, s_twice,
                s_parent_sum, s_removed_child, s_removed_tree, s_overflow, s_permissions,
-               s_namespace, s_view, s_readdir, s_tree, s_bad_input, s_churn, s_hotplug, s_suspend, s_quiet,
+               s_namespace, s_view, s_readdir, s_tree, s_thread_move,
+               s_bad_input, s_churn, s_hotplug, s_suspend, s_suspend_ns,
+               s_quiet,
                s_systime,
                s_conservation,
                s_energystat, s_live_view, s_drain, s_unload], ctx,

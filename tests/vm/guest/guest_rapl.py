@@ -4,7 +4,10 @@
 hardware (the test build's tests/emu/emu.c answers the MSR reads), against the
 emulator's own record of what it returned (debugfs cgroup_energy_emu/truth).
 
-usage: guest_rapl.py MODULE.ko CGWORK PROFILE"""
+usage: guest_rapl.py MODULE.ko CGWORK PROFILE [isolated]
+
+With 'isolated', the boot has an isolated CPU (test_rapl_isolated.py) and
+runs s_isolated only."""
 import os
 import sys
 import time
@@ -20,6 +23,7 @@ from common import (EN, LOOP_MAX_S, PARAMS, Work, root_terms_add_up, dmesg,
 
 KO, CGWORK = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
 PROFILE = sys.argv[3]
+ISOLATED = sys.argv[4:] == ['isolated']
 W = Work(CGWORK)
 TRUTH = Path('/sys/kernel/debug/cgroup_energy_emu/truth')
 BUSY_MW = Path('/sys/kernel/debug/cgroup_energy_emu/busy_mw')
@@ -624,6 +628,111 @@ def s_steps(ctx):
         load()
 
 
+def ipis():
+    """{cpu: function-call IPIs it took}, the CAL row of /proc/interrupts
+    (one column per online CPU, named in the header)."""
+    lines = Path('/proc/interrupts').read_text().splitlines()
+    cpus = [int(c[3:]) for c in lines[0].split()]
+    for line in lines[1:]:
+        f = line.split()
+        if f and f[0] == 'CAL:':
+            return dict(zip(cpus, map(int, f[1:1 + len(cpus)])))
+    raise AssertionError('no CAL row in /proc/interrupts')
+
+
+def isolated_cpu():
+    """The one CPU the boot isolated (isolcpus=)."""
+    iso = Path('/sys/devices/system/cpu/isolated').read_text().strip()
+    assert iso and iso.isdigit(), f'isolated CPUs: {iso!r}'
+    return int(iso)
+
+
+def package_of(cpu):
+    return int(Path(f'/sys/devices/system/cpu/cpu{cpu}/topology/'
+                    'physical_package_id').read_text())
+
+
+def ipi_window(cpu, secs):
+    """A busy loop in cgroup iso on @cpu: over @secs while it ran, the IPIs
+    @cpu took, and with the module loaded its counters' changes and the
+    emulator's: reads per package and core, and the cross-calls that read
+    registers on @cpu."""
+    def ends(last):
+        """The module's figures around the IPI count and the emulator's
+        record: [start's after, end's before] lies inside the span of those
+        two, which lies inside [start's before, end's after]."""
+        loaded = PARAMS.exists()
+        e = {'before': info() if loaded else {}}
+        if last:
+            e['truth'] = truth() if loaded else {}
+        e['ipis'], e['at'] = ipis()[cpu], time.monotonic()
+        if not last:
+            e['truth'] = truth() if loaded else {}
+        e['after'] = info() if loaded else {}
+        return e
+    w = W.start('iso', 'busy', LOOP_MAX_S, cpu=cpu)
+    try:
+        running({'iso'})
+        a = ends(False)
+        time.sleep(secs)
+        b = ends(True)
+    finally:
+        W.stop([w], {'iso'})
+    out = {'ipis': b['ipis'] - a['ipis'], 'seconds': b['at'] - a['at']}
+    if a['before']:
+        keys = ('samples', 'isolated_cpu_reads', 'isolated_core_skips',
+                'energy_read_errors')
+        # inner: what surely fell inside; outer: what may have
+        out.update({k: b['before'][k] - a['after'][k] for k in keys})
+        out['outer'] = {k: b['after'][k] - a['before'][k] for k in keys}
+        out['pkg_reads'] = {
+            f'{p} {d}': v['reads'] - a['truth'][(p, d)]['reads']
+            for (p, d), v in counters(b['truth'], 'pkg').items()}
+        out['core_reads'] = {
+            k: v['reads'] - a['truth'][('core', k)]['reads']
+            for k, v in counters(b['truth'], 'core').items()}
+        out['reads_here'] = (b['truth'][('cpu', cpu)]['reads_here'] -
+                             a['truth'][('cpu', cpu)]['reads_here'])
+    return out
+
+
+def s_isolated(ctx):
+    """A busy loop on the isolated CPU (isolcpus=, nohz_full=): the
+    function-call IPIs it takes in 4 s without the module, then with it
+    sampling every 20 ms; its package is read on a housekeeping CPU of
+    it, and on AMD its core's counter, where no sibling is left to
+    housekeeping, is not read. Then (Intel) the package's other CPU
+    offline: the isolated CPU is its only one, read there, counted."""
+    unload()
+    cpu = isolated_cpu()
+    mkcg('iso')
+    out = {'cpu': cpu, 'core': core_of(cpu), 'cmdline':
+           Path('/proc/cmdline').read_text().strip()}
+    with housekeeping_on_cpu0():
+        out['without'] = ipi_window(cpu, 4)
+        load('interval_ms=20')
+        # after the load's text patching (an IPI to every CPU)
+        next_sample([''])
+        out['with'] = ipi_window(cpu, 4)
+        mates = [n for n in range(os.cpu_count())
+                 if n != cpu and package_of(n) == package_of(cpu)]
+        if PROFILE.startswith('intel'):
+            for n in mates:
+                Path(f'/sys/devices/system/cpu/cpu{n}/online').write_text('0')
+            try:
+                next_sample([''])
+                out['alone'] = ipi_window(cpu, 4)
+            finally:
+                for n in mates:
+                    Path(f'/sys/devices/system/cpu/cpu{n}/online').write_text(
+                        '1')
+        a = next_sample(['iso'])
+        time.sleep(0.5)
+        out['iso_stat'] = a['stat']['iso']
+    unload()
+    return out
+
+
 def s_end(ctx):
     unload()
     return {}
@@ -639,6 +748,9 @@ SCENARIOS = {
 }
 
 if __name__ == '__main__':
-    # only the deep tier's tests read these
-    scenarios(SCENARIOS[PROFILE], {},
-              deep_only=(s_packages, s_psys, s_busy_mw, s_steps))
+    if ISOLATED:
+        scenarios([s_isolated, s_end], {})
+    else:
+        # only the deep tier's tests read these
+        scenarios(SCENARIOS[PROFILE], {},
+                  deep_only=(s_packages, s_psys, s_busy_mw, s_steps))
