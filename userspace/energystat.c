@@ -900,10 +900,32 @@ static unsigned int top_hide(const struct tree *t, const struct sample *s,
 }
 
 /* One line of at most cols columns, then a newline. */
-static void top_line(const char *text, size_t cols)
+static void top_line(FILE *f, const char *text, size_t cols)
 {
-	fput_term_fit(stdout, text, cols, false);
-	fputc('\n', stdout);
+	fput_term_fit(f, text, cols, false);
+	fputc('\n', f);
+}
+
+/*
+ * Put @len bytes of @frame on the screen over the last one: from the top,
+ * each line then the rest of its row erased, then all below erased. No
+ * moment shows a blank screen: a terminal that shows a frame's first part
+ * before the rest (a pty passes one write on in pieces) shows the rest of
+ * the last frame below it, never an empty table.
+ */
+static void top_put(const char *frame, size_t len)
+{
+	const char *p = frame, *end = frame + len, *nl;
+
+	fputs("\033[H", stdout);
+	while (p < end && (nl = memchr(p, '\n', (size_t)(end - p)))) {
+		fwrite(p, 1, (size_t)(nl - p), stdout);
+		fputs("\033[K\n", stdout);
+		p = nl + 1;
+	}
+	fwrite(p, 1, (size_t)(end - p), stdout);
+	fputs("\033[J", stdout);
+	fflush(stdout);
 }
 
 /*
@@ -913,9 +935,14 @@ static void top_line(const char *text, size_t cols)
 static void top_draw(const struct opts *o, const struct tree *t,
 		     const struct top *tp, struct view *v, bool *hide)
 {
-	size_t cols, rows, lines = 1;
-	char status[160], depth[16];
+	size_t cols, rows, lines = 1, len = 0;
+	char status[160], depth[16], *frame = NULL;
+	FILE *f = open_memstream(&frame, &len);
 
+	if (!f) {
+		diag_msg("out of memory");
+		return;
+	}
 	term_size(&cols, &rows);
 	v->fit->cols = cols;
 	v->sort = tp->sort;
@@ -928,23 +955,27 @@ static void top_draw(const struct opts *o, const struct tree *t,
 	snprintf(status, sizeof(status), "%s  sort: %s  depth: %s  every %g s%s"
 		 "  h: help", PROG, sort_names[tp->sort], depth, o->delay,
 		 tp->paused ? "  PAUSED" : "");
-	fputs("\033[H\033[2J", stdout);
-	top_line(status, cols);
-	lines += out_machine(stdout, v, cols);
+	top_line(f, status, cols);
+	lines += out_machine(f, v, cols);
 	if (tp->first) {
-		top_line("POWER: the module's 10 s average (power_avg10_mw); "
+		top_line(f, "POWER: the module's 10 s average (power_avg10_mw); "
 			 "the rest from the next update", cols);
 		lines++;
 	}
 	if (tp->help) {
-		top_line("q quit  sort: p path c cpu e power w wakeups i impact  "
+		top_line(f, "q quit  sort: p path c cpu e power w wakeups i impact  "
 			 "+/- depth  space pause", cols);
 		lines++;
 	}
 	lines += 2 + (size_t)v->reset;	/* the header, the cursor's line */
 	v->fit->max_rows = rows > lines ? rows - lines : 1;
-	out_table(stdout, v);
-	fflush(stdout);
+	out_table(f, v);
+	if (fclose(f)) {
+		diag_msg("out of memory");
+	} else {
+		top_put(frame, len);
+	}
+	free(frame);
 	if (v->reset)
 		diag_msg("counters restarted (module reloaded?): new baseline, "
 			 "rates from the next update");
@@ -1061,7 +1092,7 @@ static int run_top(const struct opts *o, const struct tree *t0, struct diag *d)
 	}
 	if (!term_raw())
 		diag_msg("cannot put the terminal in raw mode: keys act after Enter");
-	/* a whole screen per write: no half-drawn frame, no flicker */
+	/* a whole screen per write (top_put()) */
 	setvbuf(stdout, NULL, _IOFBF, 1 << 16);
 	avg10_rates(&l.last, rates);
 	v.s = &l.last;

@@ -6,6 +6,7 @@ the host test asserts on them."""
 import errno
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -807,7 +808,9 @@ def s_live_view(ctx):
     terminal of 80 and then 200 columns: the first screen (the module's
     power_avg10_mw) and the one after an update, then q; its exit status
     and whether the session ended. Waits are hang guards: a screen is
-    taken as soon as it shows what is waited for."""
+    taken as soon as it shows what is waited for: a terminal can show a
+    frame's first lines before the rest (a pty passes a write on in
+    pieces), so the wait is for the whole of what the test checks."""
     tool = str(ctx['repo'] / 'userspace/energystat')
     tmux = 'tmux -L cge-live'
     out = {}
@@ -815,14 +818,20 @@ def s_live_view(ctx):
     def screen(name):
         return sh(f'{tmux} capture-pane -p -t {name}', check=False).stdout
 
-    def wait_for(name, text, secs):
+    def wait_for(name, shows, secs):
         end = time.monotonic() + secs
-        while time.monotonic() < end:
-            s = screen(name)
-            if text in s:
-                return s
+        s = screen(name)
+        while not shows(s) and time.monotonic() < end:
             time.sleep(0.2)
-        return screen(name)
+            s = screen(name)
+        return s
+
+    def first_shown(s):
+        return all(x in s for x in ('power_avg10_mw', 'machine', '/eq1'))
+
+    def update_shown(s):
+        return ('power_avg10_mw' not in s and 'WAKEUPS/s' in s and
+                re.search(r'^/eq1 .*\d W ', s, re.M) is not None)
 
     burn = W.start('eq1', 'busy', 30)
     try:
@@ -831,13 +840,9 @@ def s_live_view(ctx):
             rc = f'/tmp/live-{cols}.rc'
             sh(f'{tmux} new-session -d -s {name} -x {cols} -y 24 '
                f'"TERM=xterm {tool} -d 1; echo \$? > {rc}"')
-            first = wait_for(name, 'power_avg10_mw', 60)
-            update = wait_for(name, 'WAKEUPS/s', 60)
+            first = wait_for(name, first_shown, 60)
             # an update: the first screen's note is gone, rates shown
-            end = time.monotonic() + 60
-            while 'power_avg10_mw' in update and time.monotonic() < end:
-                time.sleep(0.2)
-                update = screen(name)
+            update = wait_for(name, update_shown, 60)
             sh(f'{tmux} send-keys -t {name} q')
             end = time.monotonic() + 30
             while (sh(f'{tmux} has-session -t {name}', check=False)
