@@ -908,10 +908,12 @@ static void top_line(FILE *f, const char *text, size_t cols)
 
 /*
  * Put @len bytes of @frame on the screen over the last one: from the top,
- * each line then the rest of its row erased, then all below erased. No
- * moment shows a blank screen: a terminal that shows a frame's first part
- * before the rest (a pty passes one write on in pieces) shows the rest of
- * the last frame below it, never an empty table.
+ * each row erased then written, then all below erased. No moment shows a
+ * blank screen: a terminal that shows a frame's first part before the rest
+ * (a pty passes one write on in pieces) shows the rest of the last frame
+ * below it, never an empty table. The erase comes before the line, not
+ * after: after a line as wide as the terminal the cursor waits to wrap,
+ * and an erase there can take the last column.
  */
 static void top_put(const char *frame, size_t len)
 {
@@ -919,10 +921,11 @@ static void top_put(const char *frame, size_t len)
 
 	fputs("\033[H", stdout);
 	while (p < end && (nl = memchr(p, '\n', (size_t)(end - p)))) {
-		fwrite(p, 1, (size_t)(nl - p), stdout);
-		fputs("\033[K\n", stdout);
+		fputs("\033[K", stdout);
+		fwrite(p, 1, (size_t)(nl - p + 1), stdout);
 		p = nl + 1;
 	}
+	fputs("\033[K", stdout);
 	fwrite(p, 1, (size_t)(end - p), stdout);
 	fputs("\033[J", stdout);
 	fflush(stdout);
