@@ -13,6 +13,7 @@
 #include <linux/kernel.h>
 #include <linux/percpu.h>
 #include <linux/smp.h>
+#include <linux/cpu.h>
 #include <linux/sched.h>
 #include <linux/sched/clock.h>
 #include <linux/cgroup.h>
@@ -28,7 +29,7 @@
 
 struct cge_cpu {
 	raw_spinlock_t lock;
-	bool tracking;		/* CPU online: charge its time */
+	bool tracking;		/* from its online callback until dead */
 	/*
 	 * cur runs here: the probe saw it switched in (or it is the hotplug
 	 * thread that brought the CPU online), and not out yet
@@ -57,8 +58,10 @@ struct cge_cpu {
 
 /*
  * Each CPU's state is written under its lock: on the CPU itself by the
- * probe, the attach probe and the hotplug callbacks (IRQs off), and from
- * the sampler's CPU by the drain, which holds cpus_read_lock(). A drain
+ * probe, the attach probe and the online callbacks (IRQs off), from the
+ * sampler's CPU by the drain, which holds cpus_read_lock(), and from
+ * another CPU by the dead callback once the CPU is gone and at module
+ * exit (cge_cpus_stop()). A drain
  * closes the CPU's interval (charges the running task up to now) and takes
  * its cache, atomically with respect to the probe, without interrupting
  * the CPU (an IPI to do it there would interrupt every busy CPU every
@@ -76,6 +79,9 @@ static struct cge_cpu __percpu *cge_cpus;
 static struct tracepoint *cge_tp;
 static struct tracepoint *cge_attach_tp;
 static enum cpuhp_state cge_hp_state;
+static enum cpuhp_state cge_dead_state;
+/* set at module exit: the online state's teardown then stops each CPU */
+static bool cge_probe_stopping;
 
 /* The id of @cg's parent, 0 for the root. */
 static inline u64 cge_parent_id(struct cgroup *cg)
@@ -528,7 +534,7 @@ struct task_struct *cge_cpu_drain(unsigned int cpu, struct cge_cpu_sample *out,
 		*ran = c->running || c->busy_ns;
 		quiet = c->idle_at_drain && !*ran && !c->s.nr &&
 			!c->s.nr_want && !c->wake_pending;
-		/* hotplug is held off: @cpu stays online meanwhile */
+		/* hotplug is held off: @cpu's state stays as it is */
 		cge_close_interval(c, cpu, sched_clock_cpu(cpu), false);
 		c->idle_at_drain = !c->running;
 		if (quiet)
@@ -566,6 +572,11 @@ static int cge_cpu_online(unsigned int cpu)
 	unsigned long flags;
 
 	raw_spin_lock_irqsave(&c->lock, flags);
+	/* an offline that failed below this state: the CPU never stopped */
+	if (c->tracking) {
+		raw_spin_unlock_irqrestore(&c->lock, flags);
+		return 0;
+	}
 	c->idle_at_drain = false;
 	c->drain_ns = local_clock();
 	c->busy_ns = 0;
@@ -578,12 +589,21 @@ static int cge_cpu_online(unsigned int cpu)
 	return 0;
 }
 
-/* Runs on @cpu as it goes offline: charge up to now, then stop. */
+/*
+ * Runs on @cpu as it goes offline, and on each CPU at module exit. At exit,
+ * it charges up to now and stops. Going offline, it does nothing: the CPU
+ * still runs tasks after this state, those the scheduler has not pushed
+ * away yet (from CPUHP_AP_ACTIVE on, a task switched in there is pushed to
+ * another CPU; 5.10 moves them only at CPUHP_TEARDOWN_CPU) and the
+ * callbacks of the states below, so it tracks until dead (cge_cpu_dead()).
+ */
 static int cge_cpu_offline(unsigned int cpu)
 {
 	struct cge_cpu *c = this_cpu_ptr(cge_cpus);
 	unsigned long flags;
 
+	if (!READ_ONCE(cge_probe_stopping))
+		return 0;
 	raw_spin_lock_irqsave(&c->lock, flags);
 	if (c->tracking)
 		cge_close_interval(c, cpu, local_clock(), true);
@@ -591,6 +611,58 @@ static int cge_cpu_offline(unsigned int cpu)
 	c->running = false;
 	raw_spin_unlock_irqrestore(&c->lock, flags);
 	return 0;
+}
+
+/*
+ * Runs on another CPU once @cpu is dead. Tracepoints stop firing on a CPU
+ * once it is marked offline (their cpu_online() condition), which the
+ * stopper task taking it down does: the probe's last call switched that
+ * stopper in, and every task that ran there before it was charged at its
+ * switch out. The stopper's own time is not charged; the interval closes
+ * as idle, and the CPU stops tracking.
+ */
+static int cge_cpu_dead(unsigned int cpu)
+{
+	struct cge_cpu *c = per_cpu_ptr(cge_cpus, cpu);
+	unsigned long flags;
+
+	raw_spin_lock_irqsave(&c->lock, flags);
+	if (c->tracking) {
+		c->running = false;
+		cge_close_interval(c, cpu, local_clock(), false);
+	}
+	c->tracking = false;
+	raw_spin_unlock_irqrestore(&c->lock, flags);
+	return 0;
+}
+
+/*
+ * Stop every CPU still tracking, from this CPU: one whose hotplug state
+ * stays below the online state's (a failed bringup the kernel cannot roll
+ * back, a CPU parked by hotplug's state control) met neither callback.
+ * With the probe still attached: c->cur of an online CPU is alive (see
+ * cge_charge_open()); an offline one's ran last, its charge is done.
+ */
+static void cge_cpus_stop(void)
+{
+	struct cge_cpu *c;
+	unsigned long flags;
+	unsigned int cpu;
+
+	cpus_read_lock();
+	for_each_possible_cpu(cpu) {
+		c = per_cpu_ptr(cge_cpus, cpu);
+		raw_spin_lock_irqsave(&c->lock, flags);
+		if (c->tracking) {
+			if (!cpu_online(cpu))
+				c->running = false;
+			cge_close_interval(c, cpu, sched_clock_cpu(cpu), false);
+		}
+		c->tracking = false;
+		c->running = false;
+		raw_spin_unlock_irqrestore(&c->lock, flags);
+	}
+	cpus_read_unlock();
 }
 
 /*
@@ -692,13 +764,17 @@ int cge_probe_init(void)
 		pr_err("cannot attach to sched_switch: %d\n", ret);
 		return ret;
 	}
+	ret = cpuhp_setup_state_nocalls(CPUHP_BP_PREPARE_DYN,
+					"cgroup_energy:dead", NULL, cge_cpu_dead);
+	if (ret < 0)
+		goto err_probe;
+	cge_dead_state = ret;
 	ret = cpuhp_setup_state(CPUHP_AP_ONLINE_DYN, "cgroup_energy:online",
 				cge_cpu_online, cge_cpu_offline);
 	if (ret < 0) {
-		WARN_ON_ONCE(tracepoint_probe_unregister(cge_tp, cge_probe,
-							 cge_probe_data()));
-		tracepoint_synchronize_unregister();
-		return ret;
+		cpuhp_remove_state_nocalls(cge_dead_state);
+		cge_cpus_stop();
+		goto err_probe;
 	}
 	cge_hp_state = ret;
 	/* Without it, a self-moved task's first slice goes to its new cgroup. */
@@ -708,6 +784,12 @@ int cge_probe_init(void)
 		cge_attach_tp = NULL;
 	}
 	return 0;
+
+err_probe:
+	WARN_ON_ONCE(tracepoint_probe_unregister(cge_tp, cge_probe,
+						 cge_probe_data()));
+	tracepoint_synchronize_unregister();
+	return ret;
 }
 
 void cge_probe_exit(void)
@@ -715,8 +797,15 @@ void cge_probe_exit(void)
 	if (cge_attach_tp)
 		tracepoint_probe_unregister(cge_attach_tp, cge_attach_probe,
 					    NULL);
-	/* every CPU charged up to now and no longer tracking */
+	/*
+	 * Every CPU charged up to now and no longer tracking: each online one
+	 * on itself; one that goes offline between the two removals by the
+	 * dead state; any other from here.
+	 */
+	WRITE_ONCE(cge_probe_stopping, true);
 	cpuhp_remove_state(cge_hp_state);
+	cpuhp_remove_state_nocalls(cge_dead_state);
+	cge_cpus_stop();
 	/* it matches on the function and @data: a live probe otherwise */
 	WARN_ON_ONCE(tracepoint_probe_unregister(cge_tp, cge_probe,
 						 cge_probe_data()));

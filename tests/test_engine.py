@@ -420,6 +420,18 @@ def test_hotplug_keeps_root_terms_self_consistent(res):
     assert close(r['usage'], r['kernel'], 0.03, 30000), r
 
 
+def test_hotplug_window_charged_against_cpu_stat(res):
+    r = ok(res, 's_hotplug_window')
+    # the premise: the fixture's teardown ran after the module's, and held
+    assert r['state_fixture'] < r['state_module'], r
+    assert r['offline_seconds'] >= 0.3, r
+    # what the task ran on CPU 1 after the module's offline callback (300
+    # ms of the hold on 5.10) is charged; the tolerance is the existing
+    # hotplug test's
+    assert close(r['usage'], r['kernel'], 0.03, 30000), r
+    assert r['root_ok'], r
+
+
 def test_idle_intervals_never_oversampled(res):
     r = ok(res, 's_quiet')
     # the sampler samples no more often than every interval_ms (the window

@@ -22,6 +22,8 @@ def cgwork():
     return OUT
 
 
+# a hotplug state that holds a CPU going offline (s_hotplug_window)
+HPHOLD = REPO / 'tests/vm/fixtures/hphold'
 # cgroups test_engine's churn creates and removes
 ENGINE_CHURN = int(os.environ.get('CGE_CHURN', 10000))
 # The gate boots the engine and impact scenarios on one kernel of each set
@@ -41,9 +43,11 @@ def engine_boot(vm, flavour, ko):
     In the gate, the engine's deep-only scenarios do not run."""
     tool = cgwork()
     only = tiers.guest_env()
+    hold = vm.build_external(HPHOLD, flavour)
     return vm.run({'impact': f'/usr/bin/python3 tests/vm/guest/guest_impact.py '
                    f'{ko} {tool}',
-                   'engine': f'{only}CGE_CHURN={ENGINE_CHURN} /usr/bin/python3 '
+                   'engine': f'{only}CGE_CHURN={ENGINE_CHURN} '
+                   f'CGE_HPHOLD={hold} /usr/bin/python3 '
                    f'tests/vm/guest/guest_engine.py {ko} {tool}'},
                   flavour=flavour, timeout=1800)
 

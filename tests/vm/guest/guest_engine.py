@@ -19,12 +19,15 @@ from vm.harness import PM_TEST_DELAY  # noqa: E402
 from common import (CG, EN, REPO, Work, root_terms_add_up, cpu_usage, dmesg,
                     freeze, housekeeping_on_cpu0, info,
                     insmod, kv, main_args, mkcg, mount_en, next_sample,
-                    populated, proc_idle_usec, proc_sys_usec, rmmod, scenarios, set_param, get_param, settle, sh,
+                    populated, proc_idle_usec, proc_sys_usec, rmmod, running,
+                    scenarios, set_param, get_param, settle, sh,
                     set_interval,
                     snapshot, stat, umount_en, wait_records, SYS_KINDS)
 from drain import s_drain, s_drain_base
 
 KO, CGWORK = main_args()
+# the hotplug fixture (tests/vm/fixtures/hphold), loaded before the module
+HPHOLD = os.environ.get('CGE_HPHOLD')
 W = Work(CGWORK)
 ROOT_READS = []
 
@@ -84,6 +87,8 @@ def s_load_params(ctx):
 def s_load(ctx):
     # from CPU 0: the sampler stays on the CPU that loaded the module
     # (sampler.c, cge_queue_sample()), and s_systime wants CPU 1 quiet
+    # the fixture first: its hotplug state comes below the module's
+    insmod(HPHOLD)
     sh(f'taskset -c 0 insmod {KO}')
     mounted = EN.is_dir()
     sh(f'mount -t cgroup_energy none {EN}')
@@ -584,6 +589,46 @@ def s_hotplug(ctx):
             'usage': stat('hp')['usage_usec'], 'kernel': cpu_usage('hp')}
 
 
+def hotplug_states():
+    """{name: number} of the CPU hotplug states the kernel lists."""
+    out = {}
+    for ln in Path('/sys/devices/system/cpu/hotplug/states').read_text() \
+            .splitlines():
+        num, name = ln.split(':', 1)
+        out[name.strip()] = int(num)
+    return out
+
+
+def s_hotplug_window(ctx):
+    # A task busy on CPU 1 as CPU 1 goes offline, held there for 300 ms
+    # after the module's offline callback by the fixture's (whose state
+    # comes below the module's, so its teardown runs later): on 5.10 the
+    # task runs on through the hold; later kernels push it to CPU 0 at its
+    # next switch in (balance_push). Then CPU 1 comes back.
+    cpu1 = '/sys/devices/system/cpu/cpu1/online'
+    hold = Path('/sys/module/hphold_fixture/parameters/hold_ms')
+    mkcg('hpw')
+    a = W.start('hpw', 'busy', 2, cpu=1)
+    running(['hpw'])
+    time.sleep(0.5)
+    hold.write_text('300')
+    t0 = time.monotonic()
+    try:
+        sh(f'echo 0 > {cpu1}')
+    finally:
+        hold.write_text('0')
+    offline_s = time.monotonic() - t0
+    sh(f'echo 1 > {cpu1}')
+    a.wait()
+    settle()
+    st = hotplug_states()
+    return {'offline_seconds': round(offline_s, 3),
+            'state_module': st.get('cgroup_energy:online'),
+            'state_fixture': st.get('hphold:online'),
+            'usage': stat('hpw')['usage_usec'], 'kernel': cpu_usage('hpw'),
+            'root_ok': root_terms_add_up(read_root())}
+
+
 def s_suspend(ctx):
     # A suspend cycle with PM_DEBUG's freezer test: the PM notifiers run,
     # tasks freeze and thaw, the machine does not sleep (QEMU without KVM
@@ -873,6 +918,7 @@ def s_unload(ctx):
         sh(f'umount {EN}')
         cycles += gone and ok
     sh('rmmod cgroup_energy')
+    rmmod('hphold_fixture')
     return {'busy_rc': busy.returncode, 'busy_err': busy.stderr,
             'still_loaded': still, 'clean_cycles': cycles}
 
@@ -883,7 +929,7 @@ if __name__ == '__main__':
     scenarios([s_drain_base, s_load_params, s_load, s_equal_pinned, s_twice,
                s_parent_sum, s_removed_child, s_removed_tree, s_overflow, s_permissions,
                s_namespace, s_view, s_readdir, s_tree, s_thread_move,
-               s_bad_input, s_churn, s_hotplug, s_suspend, s_suspend_ns,
+               s_bad_input, s_churn, s_hotplug, s_hotplug_window, s_suspend, s_suspend_ns,
                s_quiet,
                s_systime,
                s_conservation,
