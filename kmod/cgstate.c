@@ -33,6 +33,12 @@ struct cge_root_stat cge_root_stat;
 
 static DEFINE_HASHTABLE(cge_hash, CGE_HASH_BITS);
 static LIST_HEAD(cge_all);
+/* records whose cgroup is removed, not yet unhashed: what the reaper walks */
+static LIST_HEAD(cge_removed);
+/* the removals the reaper has looked up (gone.c's count) */
+static u64 cge_removed_seq;
+#define CGE_REMOVED_BATCH	64
+static u64 cge_removed_ids[CGE_REMOVED_BATCH];
 static LIST_HEAD(cge_grave);
 static LLIST_HEAD(cge_ovf_list);
 static struct kmem_cache *cge_rec_cache;
@@ -102,8 +108,18 @@ static struct cge_rec *cge_rec_alloc(u64 cgid, struct cgroup *cgrp,
 	if (parent)
 		hlist_add_head(&rec->sibling, &parent->children);
 	list_add_tail(&rec->all, &cge_all);
+	INIT_LIST_HEAD(&rec->removed);
 	hash_add_rcu(cge_hash, &rec->hnode, cgid);
 	cge_nr_records++;
+	/*
+	 * A cgroup removed before its record was made: the reaper may have
+	 * looked its removal up already, and found no record. If so, it reads
+	 * the cgroup offline here: rmdir clears CSS_ONLINE before it records
+	 * the removal under cge_gone_lock, which the reaper took, under
+	 * cge_lock, before this.
+	 */
+	if (cgrp && !cge_cgroup_online(cgrp))
+		list_add_tail(&rec->removed, &cge_removed);
 	return rec;
 }
 
@@ -369,13 +385,53 @@ static void cge_rec_free(struct cge_rec *rec)
 	cge_nr_records--;
 }
 
+static void cge_rec_removed(struct cge_rec *rec)
+{
+	if (rec != cge_root && list_empty(&rec->removed))
+		list_add_tail(&rec->removed, &cge_removed);
+}
+
+/*
+ * Put the records of the cgroups removed since the last pass on
+ * cge_removed: those gone.c recorded, looked up by id; every record whose
+ * cgroup is offline when some removals were not recorded (more than its
+ * ring holds in a pass, or no tracepoint). cge_lock held.
+ */
+static void cge_find_removed(void)
+{
+	struct cge_rec *rec;
+	int i, n;
+
+	for (;;) {
+		n = cge_gone_since(&cge_removed_seq, cge_removed_ids,
+				   CGE_REMOVED_BATCH);
+		if (n < 0)
+			break;
+		for (i = 0; i < n; i++) {
+			rec = cge_rec_find(cge_removed_ids[i]);
+			if (rec)
+				cge_rec_removed(rec);
+		}
+		if (n < CGE_REMOVED_BATCH)
+			return;
+	}
+	list_for_each_entry(rec, &cge_all, all) {
+		/* long lists: let others run (under cge_lock, in no RCU section) */
+		cond_resched();
+		if (rec->cgrp && !cge_cgroup_online(rec->cgrp))
+			cge_rec_removed(rec);
+	}
+}
+
 /**
  * cge_cgstate_reap() - free the records of removed cgroups
  *
  * A record whose cgroup is removed stays findable for CGE_DEAD_PASSES
  * passes, so charges still in per-CPU caches reach it; then it is unhashed,
  * and freed once an RCU grace period has passed and no overflow charge is
- * queued on it. Its totals are already in its ancestors. cge_lock held.
+ * queued on it. Its totals are already in its ancestors. A pass looks at
+ * the records of removed cgroups only, unless some removals were missed
+ * (cge_find_removed()). cge_lock held.
  */
 void cge_cgstate_reap(void)
 {
@@ -401,14 +457,14 @@ void cge_cgstate_reap(void)
 				 rec->impact_rem_ns);
 		cge_rec_free(rec);
 	}
-	list_for_each_entry_safe(rec, tmp, &cge_all, all) {
-		/* long lists: let others run (under cge_lock, in no RCU section) */
+	cge_find_removed();
+	list_for_each_entry_safe(rec, tmp, &cge_removed, removed) {
 		cond_resched();
-		if (rec == cge_root || !hlist_empty(&rec->children) ||
-		    cge_cgroup_online(rec->cgrp))
+		if (!hlist_empty(&rec->children))
 			continue;
 		if (++rec->dead_passes < CGE_DEAD_PASSES)
 			continue;
+		list_del_init(&rec->removed);
 		hash_del_rcu(&rec->hnode);
 		rec->gp_cookie = cge_gp_asked + 1;
 		list_move_tail(&rec->all, &cge_grave);
@@ -549,6 +605,7 @@ void cge_cgstate_exit(void)
 	/* cge_gp_passed() is module code: it must have run */
 	rcu_barrier();
 	mutex_lock(&cge_lock);
+	INIT_LIST_HEAD(&cge_removed);
 	list_splice_tail_init(&cge_grave, &cge_all);
 	/* Children first: they were created after their parents. */
 	list_for_each_entry_safe_reverse(rec, tmp, &cge_all, all) {

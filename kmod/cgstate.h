@@ -87,6 +87,7 @@ struct cge_ovf {
 struct cge_rec {
 	struct hlist_node hnode;	/* cge_hash, RCU */
 	struct list_head all;		/* every record, cge_lock */
+	struct list_head removed;	/* its cgroup is removed, cge_lock */
 	struct llist_node ovf_node;	/* has overflow charges pending */
 	unsigned long ovf_queued;
 	u64 cgid;

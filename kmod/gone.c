@@ -8,9 +8,10 @@
  * cgroup can no longer be looked up. The cgroup_rmdir tracepoint fires for
  * each removal, with the cgroup and so its parent; this file keeps the last
  * CGE_GONE_NR (cgroup, parent) pairs so the sampler can walk up to the
- * nearest ancestor that still exists. The tracepoint fires after the
- * cgroup's directory is removed: a sample that walks up through a cgroup
- * in between finds it neither live nor here, and charges the root.
+ * nearest ancestor that still exists, and the reaper can find the records
+ * of removed cgroups without looking at the others. The tracepoint fires
+ * after the cgroup's directory is removed: a sample that walks up through a
+ * cgroup in between finds it neither live nor here, and charges the root.
  *
  * With a probe attached, every rmdir on the machine also formats the
  * cgroup's path for the tracepoint (cgroup_path() under a global lock).
@@ -19,6 +20,7 @@
 
 #include <linux/kernel.h>
 #include <linux/cgroup.h>
+#include <linux/errno.h>
 #include <linux/spinlock.h>
 #include <linux/string.h>
 #include <linux/tracepoint.h>
@@ -30,9 +32,11 @@
  * next sample: at the longest interval (10 s) that covers 200 removals a
  * second, far above what container hosts do. Once a pair is overwritten,
  * its cgroup's last charge goes to the root unless the parent the probe
- * recorded still exists.
+ * recorded still exists. The reaper reads the removals of each second;
+ * when it missed some, it looks at every record.
  */
-#define CGE_GONE_NR	2048
+#define CGE_GONE_NR	2048	/* a power of two: the slot is seq's low bits */
+#define CGE_GONE_MASK	(CGE_GONE_NR - 1)
 
 struct cge_gone {
 	u64 cgid;
@@ -40,7 +44,8 @@ struct cge_gone {
 };
 
 static struct cge_gone cge_gone_ring[CGE_GONE_NR];
-static unsigned int cge_gone_next;
+/* removals recorded since load; the next goes to cge_gone_seq's slot */
+static u64 cge_gone_seq;
 /* The tracepoint writes, the sampler reads; neither sleeps under it. */
 static DEFINE_RAW_SPINLOCK(cge_gone_lock);
 static struct tracepoint *cge_rmdir_tp;
@@ -58,10 +63,10 @@ static void cge_rmdir_probe(void *data, struct cgroup *cgrp, const char *path)
 	if (cgrp->root != &cgrp_dfl_root || !parent)	/* v2 ids only */
 		return;
 	raw_spin_lock(&cge_gone_lock);
-	g = &cge_gone_ring[cge_gone_next];
+	g = &cge_gone_ring[cge_gone_seq & CGE_GONE_MASK];
 	g->cgid = cgroup_id(cgrp);
 	g->parent = cgroup_id(parent);
-	cge_gone_next = (cge_gone_next + 1) % CGE_GONE_NR;
+	cge_gone_seq++;
 	raw_spin_unlock(&cge_gone_lock);
 }
 
@@ -81,8 +86,7 @@ u64 cge_gone_parent(u64 cgid)
 	/* Newest first: a charge's cgroup was removed in the last interval. */
 	raw_spin_lock(&cge_gone_lock);
 	for (i = 1; i <= CGE_GONE_NR; i++) {
-		g = &cge_gone_ring[(cge_gone_next + CGE_GONE_NR - i) %
-				   CGE_GONE_NR];
+		g = &cge_gone_ring[(cge_gone_seq - i) & CGE_GONE_MASK];
 		if (g->cgid == cgid) {
 			parent = g->parent;
 			break;
@@ -90,6 +94,38 @@ u64 cge_gone_parent(u64 cgid)
 	}
 	raw_spin_unlock(&cge_gone_lock);
 	return parent;
+}
+
+/**
+ * cge_gone_since() - the cgroups removed since a point, oldest first
+ * @seq: the number of removals the caller has seen; advanced past those
+ *	copied (or past all, when some were lost)
+ * @ids: receives their ids
+ * @max: room in @ids
+ *
+ * The reaper's list of records to look at (cgstate.c).
+ *
+ * Return: how many ids were copied, or -ENOENT if removals since @seq are
+ * not all known: overwritten, or not recorded (no tracepoint).
+ */
+int cge_gone_since(u64 *seq, u64 *ids, unsigned int max)
+{
+	unsigned int i, n;
+	int ret;
+
+	raw_spin_lock(&cge_gone_lock);
+	if (!cge_rmdir_tp || cge_gone_seq - *seq > CGE_GONE_NR) {
+		*seq = cge_gone_seq;
+		ret = -ENOENT;
+	} else {
+		n = min_t(u64, cge_gone_seq - *seq, max);
+		for (i = 0; i < n; i++)
+			ids[i] = cge_gone_ring[(*seq + i) & CGE_GONE_MASK].cgid;
+		*seq += n;
+		ret = n;
+	}
+	raw_spin_unlock(&cge_gone_lock);
+	return ret;
 }
 
 static void cge_find_rmdir_tp(struct tracepoint *tp, void *priv)
