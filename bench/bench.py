@@ -765,7 +765,7 @@ def markdown(d):
           'reaper pass: what grows with active cgroups. *drain* is the '
           'time in the CPUs\' drains (cge_cpu_drain(), from the sampler\'s '
           'CPU, under each CPU\'s lock). *reap* is the once-a-second pass '
-          'over all records. '
+          'over the records of removed cgroups. '
           'Probe ns: the self-timed probe while those cgroups run.', '',
           '| cgroups | records | B/record | interval | idle: total | '
           'idle: work | active: total | active: work | drain | reap | '
