@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0
 """Core-engine scenarios, run inside the VM by tests/test_engine.py:
-    python3 guest_engine.py cgroup_energy.ko cgwork
+    CGE_HPHOLD=hphold_fixture.ko python3 guest_engine.py cgroup_energy.ko cgwork
+(the fixture: tests/vm/fixtures/hphold, loaded before the module)
 Prints one line 'CGE-RESULT {json}' with the measurements of each scenario;
 the host test asserts on them."""
 import errno
