@@ -269,7 +269,7 @@ def symbol_sizes(ko, names=('cge_cpu', 'cge_selftime', 'cge_hash', 'cge_cs',
 
 
 def struct_sizes(ko, names=('cge_cpu', 'cge_rec', 'cge_stat', 'cge_delta',
-                             'cge_acc', 'cge_slot')):
+                             'cge_acc', 'cge_slot', 'cge_roll')):
     """sizeof the module's structures, from DWARF (pahole), if available."""
     try:
         r = subprocess.run(['pahole', '-C', ','.join(names), str(ko)],
@@ -458,11 +458,13 @@ def summarize(raw, static):
         s['slab_bytes_per_cgroup'] = None
     s['bytes_per_cpu'] = static['structs'].get('cge_cpu')
     # the sampler's scratch arrays, per record charged in an interval:
-    # record pointer, weight, share (8 B each), struct cge_delta, cge_acc
+    # record pointer, weight, share (8 B each), struct cge_delta, cge_acc,
+    # and its slot in rollup.c (struct cge_roll; its ancestors have theirs)
     st = static['structs']
+    need = ('cge_delta', 'cge_acc', 'cge_roll')
     s['sampler_scratch_bytes_per_active_cgroup'] = (
-        3 * 8 + st['cge_delta'] + st['cge_acc']) \
-        if 'cge_delta' in st and 'cge_acc' in st else None
+        3 * 8 + sum(st[k] for k in need)) \
+        if all(k in st for k in need) else None
     s['fixed_bytes'] = {k: v for k, v in static['symbols'].items()
                         if k in ('cge_hash', 'cge_cs', 'cge_gone_ring')}
     s['module_bytes'] = sm.get('module_bytes')

@@ -18,6 +18,7 @@
 #include <linux/bitops.h>
 #include <linux/overflow.h>
 #include <linux/sched.h>
+#include <linux/string.h>
 
 #include "compat.h"
 #include "cgstate.h"
@@ -229,35 +230,87 @@ static void cge_rec_add_time(struct cge_rec *rec, u64 usage_ns, u64 impact_ns)
 	}
 }
 
-/*
- * Add @d, charged over the sampler interval @step, to @rec and all its
- * ancestors, the same whole units to each: a cgroup's counters are its own
- * tasks' plus its children's, exactly (cge_cgstate_read_locked()). A cgroup
- * without children shows floor(its tasks' ns / 1000) µs, as cpu.stat does;
- * a parent up to 1 µs per cgroup below it less. cge_lock held.
+/**
+ * cge_rec_add_own() - add one interval's charge to a record's own part
+ * @rec: the record its tasks ran in
+ * @d: the charge, over the sampler interval @step
+ * @step: the interval
+ * @up: set to what the charge adds to @rec's hierarchical totals and to
+ *	each ancestor's: the same whole units to each (cge_rec_add_up())
+ *
+ * A cgroup's counters are its own tasks' plus its children's, exactly
+ * (cge_cgstate_read_locked()). A cgroup without children shows floor(its
+ * tasks' ns / 1000) µs, as cpu.stat does; a parent up to 1 µs per cgroup
+ * below it less. cge_lock held.
  */
-void cge_rec_add(struct cge_rec *rec, const struct cge_delta *d,
-		 const struct cge_power_step *step)
+void cge_rec_add_own(struct cge_rec *rec, const struct cge_delta *d,
+		     const struct cge_power_step *step, struct cge_up *up)
 {
-	u64 inc[CGE_POWER_NR];
-	struct cge_stat *st;
+	struct cge_stat *st = &rec->own;
 	int i;
 
-	cge_power_charge(step, d->energy_uj, inc);
-	cge_rec_add_time(rec, d->usage_ns, d->impact_ns);
-	st = &rec->own;
-	st->wakeups = cge_sat_add(st->wakeups, d->wakeups);
-	st->energy_uj = cge_sat_add(st->energy_uj, d->energy_uj);
+	up->usage_us = cge_time_carry(&rec->usage_rem_ns, d->usage_ns);
+	up->impact_us = cge_time_carry(&rec->impact_rem_ns, d->impact_ns);
+	up->wakeups = d->wakeups;
+	up->energy_uj = d->energy_uj;
+	memcpy(up->dom_uj, d->dom_uj, sizeof(up->dom_uj));
+	cge_power_charge(step, d->energy_uj, up->inc);
+	st->usage_us = cge_sat_add(st->usage_us, up->usage_us);
+	st->impact_us = cge_sat_add(st->impact_us, up->impact_us);
+	st->wakeups = cge_sat_add(st->wakeups, up->wakeups);
+	st->energy_uj = cge_sat_add(st->energy_uj, up->energy_uj);
 	for (i = 0; i < CGE_DOM_NR; i++)
-		st->dom_uj[i] = cge_sat_add(st->dom_uj[i], d->dom_uj[i]);
-	for (; rec; rec = rec->parent) {
-		st = &rec->st;
-		st->wakeups = cge_sat_add(st->wakeups, d->wakeups);
-		st->energy_uj = cge_sat_add(st->energy_uj, d->energy_uj);
-		cge_power_add(&st->power, step, inc);
-		for (i = 0; i < CGE_DOM_NR; i++)
-			st->dom_uj[i] = cge_sat_add(st->dom_uj[i], d->dom_uj[i]);
-	}
+		st->dom_uj[i] = cge_sat_add(st->dom_uj[i], up->dom_uj[i]);
+}
+
+/* Add @c to @to: the sum of two records' charges for their ancestors. */
+void cge_up_add(struct cge_up *to, const struct cge_up *c)
+{
+	int i;
+
+	to->usage_us = cge_sat_add(to->usage_us, c->usage_us);
+	to->impact_us = cge_sat_add(to->impact_us, c->impact_us);
+	to->wakeups = cge_sat_add(to->wakeups, c->wakeups);
+	to->energy_uj = cge_sat_add(to->energy_uj, c->energy_uj);
+	for (i = 0; i < CGE_DOM_NR; i++)
+		to->dom_uj[i] = cge_sat_add(to->dom_uj[i], c->dom_uj[i]);
+	for (i = 0; i < CGE_POWER_NR; i++)
+		to->inc[i] = cge_sat_add(to->inc[i], c->inc[i]);
+}
+
+/*
+ * Add @up, charged over the interval @step, to @rec's hierarchical totals
+ * only (not to its ancestors'). cge_lock held.
+ */
+void cge_rec_add_up(struct cge_rec *rec, const struct cge_up *up,
+		    struct cge_power_step *step)
+{
+	struct cge_stat *st = &rec->st;
+	int i;
+
+	st->usage_us = cge_sat_add(st->usage_us, up->usage_us);
+	st->impact_us = cge_sat_add(st->impact_us, up->impact_us);
+	st->wakeups = cge_sat_add(st->wakeups, up->wakeups);
+	st->energy_uj = cge_sat_add(st->energy_uj, up->energy_uj);
+	for (i = 0; i < CGE_DOM_NR; i++)
+		st->dom_uj[i] = cge_sat_add(st->dom_uj[i], up->dom_uj[i]);
+	cge_power_add(&st->power, step, up->inc);
+}
+
+/*
+ * Add @d, charged over the sampler interval @step, to @rec and all its
+ * ancestors, the same whole units to each (cge_rec_add_own()). For a
+ * single charge; the sampler adds each sample's charges with rollup.c,
+ * which visits each ancestor once. cge_lock held.
+ */
+void cge_rec_add(struct cge_rec *rec, const struct cge_delta *d,
+		 struct cge_power_step *step)
+{
+	struct cge_up up;
+
+	cge_rec_add_own(rec, d, step, &up);
+	for (; rec; rec = rec->parent)
+		cge_rec_add_up(rec, &up, step);
 }
 
 /* Package @pkg's overflow accumulators (the first if it has none). */

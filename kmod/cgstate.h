@@ -31,6 +31,19 @@ struct cge_delta {
 };
 
 /*
+ * What one interval's charges add to a record's hierarchical totals and
+ * to each ancestor's: whole units, and the power averages' increments.
+ */
+struct cge_up {
+	u64 usage_us;
+	u64 impact_us;
+	u64 wakeups;
+	u64 energy_uj;
+	u64 dom_uj[CGE_DOM_NR];
+	u64 inc[CGE_POWER_NR];
+};
+
+/*
  * What energy.stat shows for one cgroup: totals since the module loaded,
  * none of which wraps (total.h), its descendants' included.
  */
@@ -98,10 +111,15 @@ struct cge_rec {
 	unsigned long gp_cookie;	/* grace period it waits for */
 	unsigned int dead_passes;
 	/*
-	 * Sampler only: while it is charged in the package being sampled,
-	 * 1 + the index of its charges in the sampler's scratch; else 0.
+	 * Sampler only, one after the other in each package's pass: while
+	 * it is charged, 1 + the index of its charges in the sampler's
+	 * scratch (acc_idx); then, while the charges are added to the
+	 * records, 1 + its slot in rollup.c (roll_idx); else 0.
 	 */
-	unsigned int acc_idx;
+	union {
+		unsigned int acc_idx;
+		unsigned int roll_idx;
+	};
 	/*
 	 * Sampler only: CPU time charged to it for a running task beyond
 	 * what the task then turned out to have run (probe.c's over_ns),
@@ -140,7 +158,12 @@ void cge_cgstate_exit(void);
 struct cge_rec *cge_rec_get(u64 cgid, u64 parent_cgid);
 struct cge_rec *cge_rec_find(u64 cgid);
 void cge_rec_add(struct cge_rec *rec, const struct cge_delta *d,
-		 const struct cge_power_step *step);
+		 struct cge_power_step *step);
+void cge_rec_add_own(struct cge_rec *rec, const struct cge_delta *d,
+		     const struct cge_power_step *step, struct cge_up *up);
+void cge_rec_add_up(struct cge_rec *rec, const struct cge_up *up,
+		    struct cge_power_step *step);
+void cge_up_add(struct cge_up *to, const struct cge_up *c);
 bool cge_cgstate_overflow(u64 cgid, u64 parent_cgid, u64 ns, u64 bg_ns,
 			  u32 wakeups, unsigned int pkg);
 struct llist_node *cge_cgstate_take_overflows(void);

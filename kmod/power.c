@@ -20,6 +20,7 @@
 #include <linux/types.h>
 #include <linux/bits.h>
 #include <linux/math64.h>
+#include <linux/string.h>
 #include <linux/time64.h>
 
 #include "power.h"
@@ -74,10 +75,49 @@ void cge_power_step(struct cge_power_step *s, u64 start_ns, u64 end_ns)
 {
 	unsigned int k;
 
+	memset(s, 0, sizeof(*s));
 	s->start_ns = start_ns;
 	s->end_ns = end_ns;
 	for (k = 0; k < CGE_POWER_NR; k++)
 		s->decay[k] = cge_power_decay(end_ns - start_ns, k);
+}
+
+/**
+ * cge_power_restart - an empty interval ending at @now_ns, where the next
+ *	one starts (after a resume, the counters started afresh)
+ * @s: set up
+ * @now_ns: the time
+ */
+void cge_power_restart(struct cge_power_step *s, u64 now_ns)
+{
+	cge_power_step(s, now_ns, now_ns);
+}
+
+/*
+ * The decays, per window, of averages last charged at @at_ns (before @s's
+ * start) to @s's end. The cgroups charged in one sample were mostly last
+ * charged at one of a few earlier samples: each such gap is worked out
+ * (cge_power_decay(), up to 64 multiplications a window) once a step.
+ */
+static const u32 *cge_power_gap(struct cge_power_step *s, u64 at_ns)
+{
+	unsigned int i, k;
+	u32 *d;
+
+	for (i = 0; i < s->gap_nr; i++)
+		if (s->gap_at_ns[i] == at_ns)
+			return s->gap_decay[i];
+	if (s->gap_nr < CGE_POWER_GAPS) {
+		i = s->gap_nr++;
+	} else {
+		i = s->gap_next;
+		s->gap_next = (i + 1) % CGE_POWER_GAPS;
+	}
+	d = s->gap_decay[i];
+	for (k = 0; k < CGE_POWER_NR; k++)
+		d[k] = cge_power_decay(s->end_ns - at_ns, k);
+	s->gap_at_ns[i] = at_ns;
+	return d;
 }
 
 /**
@@ -103,7 +143,8 @@ void cge_power_charge(const struct cge_power_step *s, u64 uj,
 /**
  * cge_power_add - add a charge of the interval @s to @p
  * @p: the averages
- * @s: the interval
+ * @s: the interval; it keeps the decays it works out, so the charges of
+ *	one interval are serialised by the caller
  * @inc: the charge, from cge_power_charge()
  *
  * The first charge of an interval decays @p from when it was last charged
@@ -112,20 +153,19 @@ void cge_power_charge(const struct cge_power_step *s, u64 uj,
  * add their part, as the average is linear in the power. A charge of
  * nothing changes nothing.
  */
-void cge_power_add(struct cge_power *p, const struct cge_power_step *s,
+void cge_power_add(struct cge_power *p, struct cge_power_step *s,
 		   const u64 inc[CGE_POWER_NR])
 {
+	const u32 *d;
 	unsigned int k;
-	u32 d;
 
 	if (!(inc[0] | inc[1] | inc[2]))
 		return;
 	if (p->at_ns != s->end_ns) {
-		for (k = 0; k < CGE_POWER_NR; k++) {
-			d = p->at_ns == s->start_ns ? s->decay[k] :
-			    cge_power_decay(s->end_ns - p->at_ns, k);
-			p->avg_nw[k] = mul_u64_u32_shr(p->avg_nw[k], d, 32);
-		}
+		d = p->at_ns == s->start_ns ? s->decay :
+		    cge_power_gap(s, p->at_ns);
+		for (k = 0; k < CGE_POWER_NR; k++)
+			p->avg_nw[k] = mul_u64_u32_shr(p->avg_nw[k], d[k], 32);
 		p->at_ns = s->end_ns;
 	}
 	for (k = 0; k < CGE_POWER_NR; k++)

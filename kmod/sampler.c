@@ -24,6 +24,7 @@
 #include "probe.h"
 #include "cgstate.h"
 #include "split.h"
+#include "rollup.h"
 #include "params.h"
 #include "impact.h"
 #include "systime.h"
@@ -148,6 +149,7 @@ static int cge_grow(unsigned int n, unsigned int used)
 
 static void cge_free_scratch(void)
 {
+	cge_rollup_exit();
 	kvfree(cge_recs);
 	kvfree(cge_accs);
 	kvfree(cge_weight);
@@ -453,7 +455,7 @@ static void cge_drain_overflows(struct llist_node *first, unsigned int pkg,
 
 /*
  * The @n charged records' deltas (time, wakeups, impact, per-core energy)
- * and split weights, from their charges.
+ * and split weights, from their charges; their acc_idx cleared.
  * Return: their CPU time.
  */
 static u64 cge_collect(unsigned int n, int split)
@@ -463,6 +465,7 @@ static u64 cge_collect(unsigned int n, int split)
 	unsigned int i;
 
 	for (i = 0; i < n; i++) {
+		cge_recs[i]->acc_idx = 0;
 		a = &cge_accs[i];
 		busy_ns += a->ns;
 		memset(&cge_delta[i], 0, sizeof(cge_delta[i]));
@@ -607,10 +610,9 @@ static noinline void cge_split_pkg(struct cge_pkg *pkg, unsigned int n,
 
 	idle_uj = cge_share_energy(&e, idle_ns + lost_ns, busy_ns, sys, n,
 				   sys_uj);
-	for (i = 0; i < n; i++) {
-		cge_rec_add(cge_recs[i], &cge_delta[i], &cge_step);
-		cge_recs[i]->acc_idx = 0;
-	}
+	for (i = 0; i < n; i++)
+		cge_rollup_add(cge_recs[i], &cge_delta[i], &cge_step);
+	cge_rollup_flush(&cge_step);
 	rs->total_uj = cge_sat_add(rs->total_uj, e.headline_uj);
 	rs->idle_uj = cge_sat_add(rs->idle_uj, idle_uj);
 	cge_time_add(&rs->idle, idle_ns);
@@ -813,7 +815,7 @@ static void cge_sampler_resume(void)
 	}
 	cge_source_health.resyncs++;
 	/* the next interval, for the power averages, starts after the resync */
-	cge_step.end_ns = ktime_get_ns();
+	cge_power_restart(&cge_step, ktime_get_ns());
 	cge_due_ns = 0;
 	WRITE_ONCE(cge_paused, false);
 	mutex_unlock(&cge_lock);
@@ -886,7 +888,7 @@ int cge_sampler_init(void)
 	ret = cge_systime_init();
 	if (ret)
 		goto err;
-	cge_step.end_ns = ktime_get_ns();
+	cge_power_restart(&cge_step, ktime_get_ns());
 	INIT_DELAYED_WORK(&cge_work, cge_sample_fn);
 	cge_queue_sample(msecs_to_jiffies(READ_ONCE(cge_interval_ms)));
 	/* Last: a suspend from here on finds the work to stop. */

@@ -5,20 +5,10 @@
  * never decreases, as energy.stat promises.
  */
 #include <linux/kernel.h>
-#include <linux/limits.h>
 #include <linux/math64.h>
-#include <linux/overflow.h>
 #include <linux/time64.h>
 
 #include "total.h"
-
-/* @a + @b, or U64_MAX if that does not fit. */
-u64 cge_sat_add(u64 a, u64 b)
-{
-	u64 sum;
-
-	return check_add_overflow(a, b, &sum) ? U64_MAX : sum;
-}
 
 /**
  * cge_time_carry() - add @ns to a remainder below a microsecond

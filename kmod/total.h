@@ -5,6 +5,8 @@
 #ifndef CGE_TOTAL_H
 #define CGE_TOTAL_H
 
+#include <linux/limits.h>
+#include <linux/overflow.h>
 #include <linux/types.h>
 
 /*
@@ -17,7 +19,17 @@ struct cge_time_total {
 	u32 rem_ns;		/* < NSEC_PER_USEC */
 };
 
-u64 cge_sat_add(u64 a, u64 b);
+/*
+ * @a + @b, or U64_MAX if that does not fit. Inline: the sampler makes
+ * several for every charged cgroup and ancestor.
+ */
+static inline u64 cge_sat_add(u64 a, u64 b)
+{
+	u64 sum;
+
+	return check_add_overflow(a, b, &sum) ? U64_MAX : sum;
+}
+
 u64 cge_time_carry(u32 *rem_ns, u64 ns);
 void cge_time_add(struct cge_time_total *t, u64 ns);
 

@@ -5,6 +5,7 @@
  * exp(-gap / T)) evaluated in floating point outside the kernel.
  */
 #include <kunit/test.h>
+#include <linux/math64.h>
 #include <linux/time64.h>
 
 #include "power.h"
@@ -16,7 +17,7 @@ static u64 cge_t_diff(u64 a, u64 b)
 	return a > b ? a - b : b - a;
 }
 
-static void cge_t_add(struct cge_power *p, const struct cge_power_step *s,
+static void cge_t_add(struct cge_power *p, struct cge_power_step *s,
 		      u64 uj)
 {
 	u64 inc[CGE_POWER_NR];
@@ -186,6 +187,39 @@ static void cge_t_empty_step(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, p.avg_nw[0], 0ULL);
 }
 
+/*
+ * Averages last charged at seven times before the step's start (one of
+ * them 0), in an order that makes a step keep and replace more gaps than
+ * it holds (CGE_POWER_GAPS), and one at its start: each decays as
+ * cge_power_decay() over its own gap gives.
+ */
+static void cge_t_gap_memo(struct kunit *test)
+{
+	static const unsigned int at_s[] = { 3, 0, 5, 3, 7, 11, 13, 5, 17, 0,
+					     3, 19 };
+	u64 end = 20ULL * NSEC_PER_SEC, inc[CGE_POWER_NR], gap, want;
+	struct cge_power_step s;
+	struct cge_power p;
+	unsigned int i, k;
+
+	cge_power_step(&s, end - NSEC_PER_SEC, end);
+	cge_power_charge(&s, 1000, inc);
+	for (i = 0; i < ARRAY_SIZE(at_s); i++) {
+		p.at_ns = (u64)at_s[i] * NSEC_PER_SEC;
+		gap = end - p.at_ns;
+		for (k = 0; k < CGE_POWER_NR; k++)
+			p.avg_nw[k] = 1000000000000ULL;
+		cge_power_add(&p, &s, inc);
+		KUNIT_EXPECT_EQ(test, p.at_ns, end);
+		for (k = 0; k < CGE_POWER_NR; k++) {
+			want = mul_u64_u32_shr(1000000000000ULL,
+					       cge_power_decay(gap, k), 32) +
+			       inc[k];
+			KUNIT_EXPECT_EQ(test, p.avg_nw[k], want);
+		}
+	}
+}
+
 static struct kunit_case cge_power_cases[] = {
 	KUNIT_CASE(cge_t_decay),
 	KUNIT_CASE(cge_t_rise),
@@ -193,6 +227,7 @@ static struct kunit_case cge_power_cases[] = {
 	KUNIT_CASE(cge_t_step_length),
 	KUNIT_CASE(cge_t_gap),
 	KUNIT_CASE(cge_t_linear),
+	KUNIT_CASE(cge_t_gap_memo),
 	KUNIT_CASE(cge_t_no_overflow),
 	KUNIT_CASE(cge_t_too_much_power),
 	KUNIT_CASE(cge_t_empty_step),
