@@ -613,6 +613,7 @@ def s_hotplug_window(ctx):
     running(['hpw'])
     time.sleep(0.5)
     hold.write_text('300')
+    busy = a.poll() is None
     t0 = time.monotonic()
     try:
         sh(f'echo 0 > {cpu1}')
@@ -623,7 +624,7 @@ def s_hotplug_window(ctx):
     a.wait()
     settle()
     st = hotplug_states()
-    return {'offline_seconds': round(offline_s, 3),
+    return {'offline_seconds': round(offline_s, 3), 'busy_at_offline': busy,
             'state_module': st.get('cgroup_energy:online'),
             'state_fixture': st.get('hphold:online'),
             'usage': stat('hpw')['usage_usec'], 'kernel': cpu_usage('hpw'),
