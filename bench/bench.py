@@ -943,6 +943,9 @@ def main(argv=None):
                     '--local)')
     ap.add_argument('--timeout', type=int, default=2400,
                     help='seconds per VM boot')
+    ap.add_argument('--mem', default='2G',
+                    help="the guest's memory (QEMU -m; default 2G: 10,000 "
+                    "cgroups of cgload fit)")
     ap.add_argument('--record-baseline', action='store_true',
                     help=f'record this host class\'s baseline in '
                     f'{BASELINE.relative_to(REPO)}: {BASELINE_RUNS} boots of '
@@ -1061,7 +1064,7 @@ def main(argv=None):
         raw.update(run_local(cmds))
     elif cmds:
         log(f'booting {FLAVOUR}: {", ".join(cmds)}')
-        raw.update(boot(FLAVOUR, cmds, a.timeout, mem='2G'))
+        raw.update(boot(FLAVOUR, cmds, a.timeout, mem=a.mem))
     if 'insns' in only and not a.local:
         log(f'booting {FLAVOUR} under QEMU\'s insncount plugin: insns')
         raw['insns'] = run_insns(ko)
