@@ -880,7 +880,9 @@ def s_live_view(ctx):
         return ('power_avg10_mw' not in s and 'WAKEUPS/s' in s and
                 re.search(r'^/eq1 .*\d W ', s, re.M) is not None)
 
-    burn = W.start('eq1', 'busy', 30)
+    # busy until stopped: the waits below are hang guards, as long as a
+    # slow host makes them
+    burn = W.start('eq1', 'busy', 600)
     try:
         for cols in (80, 200):
             name = f'v{cols}'
