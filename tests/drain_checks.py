@@ -300,12 +300,26 @@ def check_ipis(res, interval_ms=100):
     return why
 
 
+def above_cpu_stat_max(row):
+    """How far a quiet cgroup's usage_usec may be above cpu.stat's (@row:
+    one of compare_usage()'s): 1 µs, as both round down from ns, plus what
+    drains charged beyond the runtimes and no later charge took back
+    (owed_usec: what all cgroups owe, at most what drains overcharged while
+    the scenario ran). A task that exits, or never runs again,
+    after a drain charged it beyond its runtime leaves its cgroup owing it
+    for good (docs/contract.md): the drain's estimate runs from the
+    runtime's last update to the drain's clock, and a drain in the
+    scheduler's own time while the task is being switched out (longer when
+    the host deschedules the guest's CPU) counts that time too."""
+    return 1 + row['owed_usec']
+
+
 def check_totals(res):
     r = ok(res, 's_drain')['usage']
     for cg in ('loop0', 'loop1'):
         # What the drains charged from estimates, settled at the switches
-        # (what they charged beyond a task's runtime taken back): the
-        # totals are cpu.stat's, as test_accuracy's (never above; 1 ms
-        # below at most)
-        assert -1000 <= r[cg]['diff'] <= 1, r
+        # (what they charged beyond a task's runtime taken back from later
+        # charges): the totals are cpu.stat's, as test_accuracy's (1 ms
+        # below at most; above only by what is still owed)
+        assert -1000 <= r[cg]['diff'] <= above_cpu_stat_max(r[cg]), r
     return r

@@ -68,8 +68,10 @@ def test_usage_matches_cpu_stat(res, cg):
     assert r[cg]['kernel'] > 0
     # Both sum the scheduler's own runtimes: equal on most kernels, up to
     # 0.32 ms below on 6.1-rt and sid (docs/accuracy.md's table, not explained yet),
-    # never above (both round down from ns: 1 µs). 1 ms is three times the
-    # largest gap; 3 % or 30 ms would pass a 2 ms sleeper charged nothing.
+    # never above but by what drains charged beyond a runtime and no later
+    # charge took back (drain_checks.above_cpu_stat_max()). 1 ms is three
+    # times the largest gap; 3 % or 30 ms would pass a 2 ms sleeper charged
+    # nothing.
     # On a failure, the message tells whether drains charged running tasks
     # beyond what they then turned out to have run and whether that was
     # taken back (energy.info's overcharge figures, summed over all
@@ -77,7 +79,8 @@ def test_usage_matches_cpu_stat(res, cg):
     # workloads). The FIFO loop's record holds its switches on CPU 1 and the
     # sample times while it ran (guest_accuracy.py, _fifo_loop()).
     env = res['s_env']
-    assert -1000 <= r[cg]['diff'] <= 1, (
+    assert -1000 <= r[cg]['diff'] <= drain_checks.above_cpu_stat_max(
+        r[cg]), (
         r[cg], r.get('overcharge'),
         {k: env.get(k) for k in ('tsc_unstable', 'clocksource')},
         r.get('tsc_unstable'))
@@ -111,7 +114,8 @@ def test_short_lived_processes(res):
     r = res['s_accuracy']
     assert 'error' not in r, r['error']
     # as above: 0 to 0.20 ms below cpu.stat measured
-    assert -1000 <= r['spawn']['diff'] <= 1, r['spawn']
+    assert -1000 <= r['spawn']['diff'] <= drain_checks.above_cpu_stat_max(
+        r['spawn']), r['spawn']
     assert r['root_ok']
 
 

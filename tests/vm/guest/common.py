@@ -198,14 +198,23 @@ def freeze(rel, frozen=True, timeout=30):
         time.sleep(0.01)
 
 
-def compare_usage(cgs):
+def compare_usage(cgs, since=None):
     """usage_usec of each cgroup in @cgs against the kernel's cpu.stat, once
     the cgroups are quiet (their tasks have exited): after the samples that
     charge their last slices, the cgroups' figures read in one snapshot.
+    @since: energy.info read before the cgroups' tasks started, if given.
     Returns {cgroup: {ours, kernel, diff, rel, wakeups, impact_usec,
-    energy_uj}}."""
+    energy_uj, owed_usec}}: owed_usec bounds what drains charged these
+    cgroups beyond their runtimes and no later charge took back (a quiet
+    cgroup keeps it: docs/contract.md): what all cgroups owe in the
+    snapshot (overcharge_usec less overcharge_repaid_usec), and with @since
+    at most what drains overcharged since then."""
     settle()
-    snap = snapshot(cgs)['stat']
+    shot = snapshot(cgs)
+    snap, i = shot['stat'], shot['info']
+    owed = i['overcharge_usec'] - i['overcharge_repaid_usec']
+    if since:
+        owed = min(owed, i['overcharge_usec'] - since['overcharge_usec'])
     out = {}
     for cg in cgs:
         s, kernel = snap[cg], cpu_usage(cg)
@@ -214,7 +223,7 @@ def compare_usage(cgs):
                    'rel': (s['usage_usec'] - kernel) / kernel if kernel
                    else None,
                    'wakeups': s['wakeups'], 'impact_usec': s['impact_usec'],
-                   'energy_uj': s['energy_uj']}
+                   'energy_uj': s['energy_uj'], 'owed_usec': owed}
     return out
 
 

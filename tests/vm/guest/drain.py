@@ -324,10 +324,11 @@ def s_drain(ctx):
     old = _pin_all({0})
     SCHEDSTATS.write_text('1\n')
     try:
+        before = info()
         series, trace = _series(cgs, ctx['cgwork'])
         # the loops gone: their totals against cpu.stat, what a drain
         # charged beyond their runtime taken back
-        usage = compare_usage(cgs)
+        usage = compare_usage(cgs, before)
     finally:
         SCHEDSTATS.write_text('0\n')
     try:

@@ -108,6 +108,7 @@ def _fifo_loop():
 def s_accuracy(ctx):
     cgs = ['busy_cpu1', 'busy', 'sleeper', 'fifo_cpu1', 'spawn']
     mkcg(*cgs)
+    before = info()
     a = W.start('busy_cpu1', 'busy', 2, cpu=1)
     a.wait()
     b = W.start('busy', 'busy', 2)
@@ -116,7 +117,7 @@ def s_accuracy(ctx):
     switches = W.switches(c)
     fifo = _fifo_loop()
     W.run('spawn', 'spawn', 300, 2000)
-    out = compare_usage(cgs)
+    out = compare_usage(cgs, before)
     out['root_ok'] = root_terms_add_up(stat())
     # the clocksource watchdog can mark the TSC unstable after boot
     out['tsc_unstable'] = 'Marking TSC unstable' in dmesg()
