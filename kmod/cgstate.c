@@ -200,8 +200,8 @@ struct cge_rec *cge_rec_get(u64 cgid, u64 parent_cgid)
 	return cge_root;
 }
 
-/* Add @c's counters (not its power averages) to @to. */
-static void cge_stat_add(struct cge_stat *to, const struct cge_stat *c)
+/* Add @c to @to, each counter stopping at U64_MAX. */
+static void cge_counts_add(struct cge_counts *to, const struct cge_counts *c)
 {
 	int i;
 
@@ -222,11 +222,11 @@ static void cge_rec_add_time(struct cge_rec *rec, u64 usage_ns, u64 impact_ns)
 	u64 usage_us = cge_time_carry(&rec->usage_rem_ns, usage_ns);
 	u64 impact_us = cge_time_carry(&rec->impact_rem_ns, impact_ns);
 
-	rec->own.usage_us = cge_sat_add(rec->own.usage_us, usage_us);
-	rec->own.impact_us = cge_sat_add(rec->own.impact_us, impact_us);
+	rec->own.c.usage_us = cge_sat_add(rec->own.c.usage_us, usage_us);
+	rec->own.c.impact_us = cge_sat_add(rec->own.c.impact_us, impact_us);
 	for (; rec; rec = rec->parent) {
-		rec->st.usage_us = cge_sat_add(rec->st.usage_us, usage_us);
-		rec->st.impact_us = cge_sat_add(rec->st.impact_us, impact_us);
+		rec->st.c.usage_us = cge_sat_add(rec->st.c.usage_us, usage_us);
+		rec->st.c.impact_us = cge_sat_add(rec->st.c.impact_us, impact_us);
 	}
 }
 
@@ -246,21 +246,13 @@ static void cge_rec_add_time(struct cge_rec *rec, u64 usage_ns, u64 impact_ns)
 void cge_rec_add_own(struct cge_rec *rec, const struct cge_delta *d,
 		     const struct cge_power_step *step, struct cge_up *up)
 {
-	struct cge_stat *st = &rec->own;
-	int i;
-
-	up->usage_us = cge_time_carry(&rec->usage_rem_ns, d->usage_ns);
-	up->impact_us = cge_time_carry(&rec->impact_rem_ns, d->impact_ns);
-	up->wakeups = d->wakeups;
-	up->energy_uj = d->energy_uj;
-	memcpy(up->dom_uj, d->dom_uj, sizeof(up->dom_uj));
+	up->c.usage_us = cge_time_carry(&rec->usage_rem_ns, d->usage_ns);
+	up->c.impact_us = cge_time_carry(&rec->impact_rem_ns, d->impact_ns);
+	up->c.wakeups = d->wakeups;
+	up->c.energy_uj = d->energy_uj;
+	memcpy(up->c.dom_uj, d->dom_uj, sizeof(up->c.dom_uj));
 	cge_power_charge(step, d->energy_uj, up->inc);
-	st->usage_us = cge_sat_add(st->usage_us, up->usage_us);
-	st->impact_us = cge_sat_add(st->impact_us, up->impact_us);
-	st->wakeups = cge_sat_add(st->wakeups, up->wakeups);
-	st->energy_uj = cge_sat_add(st->energy_uj, up->energy_uj);
-	for (i = 0; i < CGE_DOM_NR; i++)
-		st->dom_uj[i] = cge_sat_add(st->dom_uj[i], up->dom_uj[i]);
+	cge_counts_add(&rec->own.c, &up->c);
 }
 
 /* Add @c to @to: the sum of two records' charges for their ancestors. */
@@ -268,12 +260,7 @@ void cge_up_add(struct cge_up *to, const struct cge_up *c)
 {
 	int i;
 
-	to->usage_us = cge_sat_add(to->usage_us, c->usage_us);
-	to->impact_us = cge_sat_add(to->impact_us, c->impact_us);
-	to->wakeups = cge_sat_add(to->wakeups, c->wakeups);
-	to->energy_uj = cge_sat_add(to->energy_uj, c->energy_uj);
-	for (i = 0; i < CGE_DOM_NR; i++)
-		to->dom_uj[i] = cge_sat_add(to->dom_uj[i], c->dom_uj[i]);
+	cge_counts_add(&to->c, &c->c);
 	for (i = 0; i < CGE_POWER_NR; i++)
 		to->inc[i] = cge_sat_add(to->inc[i], c->inc[i]);
 }
@@ -285,16 +272,8 @@ void cge_up_add(struct cge_up *to, const struct cge_up *c)
 void cge_rec_add_up(struct cge_rec *rec, const struct cge_up *up,
 		    struct cge_power_step *step)
 {
-	struct cge_stat *st = &rec->st;
-	int i;
-
-	st->usage_us = cge_sat_add(st->usage_us, up->usage_us);
-	st->impact_us = cge_sat_add(st->impact_us, up->impact_us);
-	st->wakeups = cge_sat_add(st->wakeups, up->wakeups);
-	st->energy_uj = cge_sat_add(st->energy_uj, up->energy_uj);
-	for (i = 0; i < CGE_DOM_NR; i++)
-		st->dom_uj[i] = cge_sat_add(st->dom_uj[i], up->dom_uj[i]);
-	cge_power_add(&st->power, step, up->inc);
+	cge_counts_add(&rec->st.c, &up->c);
+	cge_power_add(&rec->st.power, step, up->inc);
 }
 
 /*
@@ -402,11 +381,14 @@ bool cge_rec_take_overflow(struct cge_rec *rec, unsigned int pkg, u64 *ns,
 	o = &rec->ovf[pkg];
 	/*
 	 * The probe adds ns before bg_ns: taking bg_ns first keeps a charge
-	 * that lands in between from giving more background than time.
+	 * that lands in between from giving more background than time. Each
+	 * is read before it is exchanged: a read of 0 takes what an exchange
+	 * would at that moment, without the locked write (most overflow
+	 * charges have no background part, and many no wakeup).
 	 */
-	*bg_ns = atomic64_xchg(&o->bg_ns, 0);
-	*ns = atomic64_xchg(&o->ns, 0);
-	*wakeups = atomic_xchg(&o->wakeups, 0);
+	*bg_ns = atomic64_read(&o->bg_ns) ? atomic64_xchg(&o->bg_ns, 0) : 0;
+	*ns = atomic64_read(&o->ns) ? atomic64_xchg(&o->ns, 0) : 0;
+	*wakeups = atomic_read(&o->wakeups) ? atomic_xchg(&o->wakeups, 0) : 0;
 	return *ns || *wakeups;
 }
 
@@ -498,14 +480,14 @@ void cge_cgstate_reap(void)
 		cond_resched();
 		if (ULONG_CMP_LT(done, rec->gp_cookie) ||
 		    test_bit(CGE_OVF_QUEUED, &rec->ovf_queued) ||
-		    cge_rec_ovf_pending(rec) || rec->acc_idx)
+		    cge_rec_ovf_pending(rec))
 			continue;
 		list_del(&rec->all);
 		/*
 		 * Its totals are in its parent's, which now has them as its
 		 * own; with its ns below a whole µs, so that none is lost.
 		 */
-		cge_stat_add(&rec->parent->own, &rec->st);
+		cge_counts_add(&rec->parent->own.c, &rec->st.c);
 		cge_rec_add_time(rec->parent, rec->usage_rem_ns,
 				 rec->impact_rem_ns);
 		cge_rec_free(rec);

@@ -30,17 +30,13 @@ struct cge_delta {
 	u64 dom_uj[CGE_DOM_NR];
 };
 
-/*
- * What one interval's charges add to a record's hierarchical totals and
- * to each ancestor's: whole units, and the power averages' increments.
- */
-struct cge_up {
+/* Counters that add up, each stopping at U64_MAX (cge_counts_add()). */
+struct cge_counts {
 	u64 usage_us;
-	u64 impact_us;
 	u64 wakeups;
+	u64 impact_us;			/* CPU-µs equivalents */
 	u64 energy_uj;
 	u64 dom_uj[CGE_DOM_NR];
-	u64 inc[CGE_POWER_NR];
 };
 
 /*
@@ -48,12 +44,17 @@ struct cge_up {
  * none of which wraps (total.h), its descendants' included.
  */
 struct cge_stat {
-	u64 usage_us;
-	u64 wakeups;
-	u64 impact_us;			/* CPU-µs equivalents */
-	u64 energy_uj;
-	u64 dom_uj[CGE_DOM_NR];
-	struct cge_power power;		/* of energy_uj */
+	struct cge_counts c;
+	struct cge_power power;		/* of c.energy_uj */
+};
+
+/*
+ * What one interval's charges add to a record's hierarchical totals and
+ * to each ancestor's: whole units, and the power averages' increments.
+ */
+struct cge_up {
+	struct cge_counts c;
+	u64 inc[CGE_POWER_NR];
 };
 
 /* Root-only totals. */

@@ -90,6 +90,8 @@ u64 cge_mul_div_u64(u64 a, u64 b, u64 c)
 
 	if (!c)
 		return U64_MAX;
+	if (!a || !b)
+		return 0;
 	lo = cge_mul_u64_u64(a, b, &hi);
 	if (!hi)
 		return div64_u64(lo, c);

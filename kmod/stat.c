@@ -62,31 +62,31 @@ void cge_stat_keys(struct seq_file *m, const char *prefix,
 		seq_printf(m, " %s%s", prefix, cge_dom_keys[d]);
 }
 
-/* The counters of @st in cge_stat_keys()' order, each after a space. */
-void cge_stat_values(struct seq_file *m, const struct cge_stat *st,
+/* The counters @c in cge_stat_keys()' order, each after a space. */
+void cge_stat_values(struct seq_file *m, const struct cge_counts *c,
 		     unsigned long domains)
 {
 	int d;
 
-	seq_printf(m, " %llu %llu %llu %llu", st->usage_us, st->energy_uj,
-		   st->wakeups, st->impact_us);
+	seq_printf(m, " %llu %llu %llu %llu", c->usage_us, c->energy_uj,
+		   c->wakeups, c->impact_us);
 	for_each_set_bit(d, &domains, CGE_DOM_NR)
-		seq_printf(m, " %llu", st->dom_uj[d]);
+		seq_printf(m, " %llu", c->dom_uj[d]);
 }
 
-/* The counters of @st, each key after @prefix, the domains' of @domains. */
+/* The counters @c, each key after @prefix, the domains' of @domains. */
 static void cge_counters_show(struct seq_file *m, const char *prefix,
-			      const struct cge_stat *st, unsigned long domains)
+			      const struct cge_counts *c, unsigned long domains)
 {
 	int d;
 
-	seq_printf(m, "%s" CGE_KEY_USAGE_USEC " %llu\n", prefix, st->usage_us);
-	seq_printf(m, "%s" CGE_KEY_ENERGY_UJ " %llu\n", prefix, st->energy_uj);
-	seq_printf(m, "%s" CGE_KEY_WAKEUPS " %llu\n", prefix, st->wakeups);
-	seq_printf(m, "%s" CGE_KEY_IMPACT_USEC " %llu\n", prefix, st->impact_us);
+	seq_printf(m, "%s" CGE_KEY_USAGE_USEC " %llu\n", prefix, c->usage_us);
+	seq_printf(m, "%s" CGE_KEY_ENERGY_UJ " %llu\n", prefix, c->energy_uj);
+	seq_printf(m, "%s" CGE_KEY_WAKEUPS " %llu\n", prefix, c->wakeups);
+	seq_printf(m, "%s" CGE_KEY_IMPACT_USEC " %llu\n", prefix, c->impact_us);
 	for_each_set_bit(d, &domains, CGE_DOM_NR)
 		seq_printf(m, "%s%s %llu\n", prefix, cge_dom_keys[d],
-			   st->dom_uj[d]);
+			   c->dom_uj[d]);
 }
 
 /**
@@ -125,10 +125,10 @@ int cge_stat_show(struct seq_file *m, struct cgroup *cgrp)
 	mutex_unlock(&cge_lock);
 	cge_power_read(&st.power, at_ns, mw);
 
-	cge_counters_show(m, "", &st, domains);
+	cge_counters_show(m, "", &st.c, domains);
 	for (k = 0; k < CGE_POWER_NR; k++)
 		cge_kv(m, cge_power_keys[k], mw[k]);
-	cge_counters_show(m, CGE_OWN_PREFIX, &own, domains);
+	cge_counters_show(m, CGE_OWN_PREFIX, &own.c, domains);
 	if (root) {
 		cge_kv(m, CGE_KEY_TOTAL_UJ, rs.total_uj);
 		cge_kv(m, CGE_KEY_IDLE_UJ, rs.idle_uj);

@@ -11,7 +11,7 @@
 #include "power.h"
 
 struct seq_file;
-struct cge_stat;
+struct cge_counts;
 struct cgroup;
 
 extern const char * const cge_sys_keys[CGE_SYS_NR][2];
@@ -19,7 +19,7 @@ extern const char * const cge_power_keys[CGE_POWER_NR];
 
 void cge_stat_keys(struct seq_file *m, const char *prefix,
 		   unsigned long domains);
-void cge_stat_values(struct seq_file *m, const struct cge_stat *st,
+void cge_stat_values(struct seq_file *m, const struct cge_counts *c,
 		     unsigned long domains);
 int cge_stat_show(struct seq_file *m, struct cgroup *cgrp);
 int cge_info_show(struct seq_file *m, bool host);

@@ -109,10 +109,10 @@ static void cge_tree_line(struct seq_file *m, struct cge_tree_read *r,
 		cge_power_read(&st->power, r->s->at_ns, mw);
 	}
 	seq_escape(m, r->path, " \t\n\\");
-	cge_stat_values(m, st, r->domains);
+	cge_stat_values(m, &st->c, r->domains);
 	for (i = 0; i < CGE_POWER_NR; i++)
 		seq_printf(m, " %llu", mw[i]);
-	cge_stat_values(m, own, r->domains);
+	cge_stat_values(m, &own->c, r->domains);
 	seq_putc(m, '\n');
 }
 

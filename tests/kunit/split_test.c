@@ -34,6 +34,9 @@ static void cge_t_mul_div(struct kunit *test)
 {
 	KUNIT_EXPECT_EQ(test, cge_mul_div_u64(10, 3, 4), 7ULL);
 	KUNIT_EXPECT_EQ(test, cge_mul_div_u64(0, U64_MAX, 1), 0ULL);
+	KUNIT_EXPECT_EQ(test, cge_mul_div_u64(U64_MAX, 0, 3), 0ULL);
+	/* a zero divisor wins over a zero factor */
+	KUNIT_EXPECT_EQ(test, cge_mul_div_u64(0, 5, 0), U64_MAX);
 	KUNIT_EXPECT_EQ(test, cge_mul_div_u64(U64_MAX, U64_MAX, U64_MAX),
 			U64_MAX);
 	/* (2^64 - 1)^2 / 2^64 = 2^64 - 2 (+ a fraction) */
