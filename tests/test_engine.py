@@ -200,8 +200,9 @@ def test_thread_moving_its_process_against_cpu_stat(res):
     # 224 µs below in one deep run). Before the attach probe charged a
     # thread that moved its process, 'a' took all the thread ran after the
     # move (the fix's commit has the figures): 0.3 s here.
+    # One µs more above with a debt: two figures, each rounded down.
     both = sum(r[rel]['usage_usec'] - r[rel]['cpu_stat'] for rel in 'ab')
-    assert -1000 <= both <= 1, r
+    assert -1000 <= both <= drain_checks.above_cpu_stat_max(r) + 1, r
     # Each alone: the defect above moves all the thread ran after the move
     # (0.3 s at least, by the premise); a correct module moves at most the
     # slice since the thread's last update_curr(), one tick on a quiet host
@@ -216,7 +217,8 @@ def test_thread_moving_its_process_against_cpu_stat(res):
 def test_thread_moving_its_process_within_a_tick(res):
     r = ok(res, 's_thread_move')
     for rel in ('a', 'b'):
-        assert abs(r[rel]['usage_usec'] - r[rel]['cpu_stat']) <= 4000, r
+        assert -4000 <= r[rel]['usage_usec'] - r[rel]['cpu_stat'] <= \
+            4000 + r['owed_usec'], r
 
 
 def test_removed_tree_charged_to_nearest_live_ancestor(res):
@@ -224,7 +226,10 @@ def test_removed_tree_charged_to_nearest_live_ancestor(res):
     assert r['samples_between'] == 0, r       # premise: one drain for all
     assert r['kernel'] >= 300000, r            # 0.3 s of CPU time
     # as test_accuracy's usage checks: 0 to 0.32 ms below cpu.stat measured
-    assert -1000 <= r['charged'] - r['kernel'] <= 1, r
+    # (one µs more above with a debt: the removed record's remainder of a
+    # µs goes on in rmt's)
+    assert -1000 <= r['charged'] - r['kernel'] <= \
+        drain_checks.above_cpu_stat_max(r) + 1, r
     assert r['root_ok']
 
 
@@ -238,7 +243,8 @@ def test_overflow_loses_nothing(res):
     # they moved themselves in, the move misfiled 5.7 to 70.9 ms of these
     # 100 on a loaded host (docs/accuracy.md, "Realtime, nohz_full and
     # tick rate"; tests/results/attach-window.jsonl).
-    assert -1000 <= r['parent']['usage_usec'] - r['kernel'] <= 1, r
+    assert -1000 <= r['parent']['usage_usec'] - r['kernel'] <= \
+        drain_checks.above_cpu_stat_max(r), r
     assert r['min_usage'] > 0
 
 
@@ -361,8 +367,9 @@ def test_hidden_child_counted_against_cpu_stat(res):
     r = ok(res, 's_tree')
     deep = r['tree']['rows']['/tree/a/energy.stat/deep']
     # test_accuracy's bound for a quiet cgroup: 0 to 1 ms below cpu.stat
-    assert -1000 <= deep['usage_usec'] - r['deep_cpu_stat'] <= 1, (
-        deep, r['deep_cpu_stat'])
+    assert -1000 <= deep['usage_usec'] - r['deep_cpu_stat'] <= \
+        drain_checks.above_cpu_stat_max(r), (deep, r['deep_cpu_stat'],
+                                            r['owed_usec'])
     assert deep['usage_usec'] >= 250_000, deep      # it ran 0.3 s
     assert r['tree']['rows']['/tree/a']['energy_uj'] == deep['energy_uj']
 
@@ -443,8 +450,10 @@ def test_hotplug_window_charged_against_cpu_stat(res):
     # what the task ran on CPU 1 after the module's offline callback (300
     # ms of the hold on 5.10) is charged: a cgroup without children shows
     # cpu.stat's figure (docs/contract.md), equal to the µs in every run
-    # since the fix (5.10, 6.1, 6.12-rt, sid), 323 ms short before it
-    assert r['usage'] == r['kernel'], r
+    # since the fix (5.10, 6.1, 6.12-rt, sid), 323 ms short before it; above
+    # it only by what drains overcharged and it still owes
+    assert 0 <= r['usage'] - r['kernel'] <= \
+        drain_checks.above_cpu_stat_max(r), r
 
 
 def test_hotplug_window_keeps_root_terms_self_consistent(res):

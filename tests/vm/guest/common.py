@@ -198,23 +198,33 @@ def freeze(rel, frozen=True, timeout=30):
         time.sleep(0.01)
 
 
+def owed_usec(since=None, now=None):
+    """What drains charged running tasks beyond their runtimes and no
+    later charge took back, over all cgroups, in energy.info @now (read
+    here if not given): overcharge_usec less overcharge_repaid_usec, and
+    with @since (energy.info read earlier) at most what drains overcharged
+    since then. A cgroup quiet since its tasks exited keeps its part of it
+    (docs/contract.md): the most that one whose tasks started after @since
+    can be above cpu.stat, but for both figures' rounding
+    (tests/drain_checks.py, above_cpu_stat_max())."""
+    i = now or info()
+    owed = i['overcharge_usec'] - i['overcharge_repaid_usec']
+    if since:
+        owed = min(owed, i['overcharge_usec'] - since['overcharge_usec'])
+    return owed
+
+
 def compare_usage(cgs, since=None):
     """usage_usec of each cgroup in @cgs against the kernel's cpu.stat, once
     the cgroups are quiet (their tasks have exited): after the samples that
     charge their last slices, the cgroups' figures read in one snapshot.
     @since: energy.info read before the cgroups' tasks started, if given.
     Returns {cgroup: {ours, kernel, diff, rel, wakeups, impact_usec,
-    energy_uj, owed_usec}}: owed_usec bounds what drains charged these
-    cgroups beyond their runtimes and no later charge took back (a quiet
-    cgroup keeps it: docs/contract.md): what all cgroups owe in the
-    snapshot (overcharge_usec less overcharge_repaid_usec), and with @since
-    at most what drains overcharged since then."""
+    energy_uj, owed_usec}}, owed_usec from the same snapshot (owed_usec())."""
     settle()
     shot = snapshot(cgs)
-    snap, i = shot['stat'], shot['info']
-    owed = i['overcharge_usec'] - i['overcharge_repaid_usec']
-    if since:
-        owed = min(owed, i['overcharge_usec'] - since['overcharge_usec'])
+    snap = shot['stat']
+    owed = owed_usec(since, shot['info'])
     out = {}
     for cg in cgs:
         s, kernel = snap[cg], cpu_usage(cg)

@@ -20,7 +20,7 @@ from vm.harness import PM_TEST_DELAY  # noqa: E402
 from common import (CG, EN, REPO, Work, root_terms_add_up, cpu_usage, dmesg,
                     freeze, housekeeping_on_cpu0, info,
                     insmod, kv, main_args, mkcg, mount_en, next_sample,
-                    populated, proc_idle_usec, proc_sys_usec, rmmod, running,
+                    owed_usec, populated, proc_idle_usec, proc_sys_usec, rmmod, running,
                     scenarios, set_param, get_param, settle, sh,
                     set_interval,
                     snapshot, stat, umount_en, wait_records, SYS_KINDS)
@@ -184,6 +184,7 @@ def s_removed_tree(ctx):
     of CPU time, however long a starved vCPU takes to get it."""
     old = get_param('interval_ms')
     set_param('interval_ms', 3000)
+    since = info()
     try:
         for attempt in range(1, 7):
             mkcg('rmt/slice/pod/ctr')
@@ -202,6 +203,7 @@ def s_removed_tree(ctx):
         set_param('interval_ms', old)
     return {'kernel': kernel, 'charged': stat('rmt')['usage_usec'] - before,
             'samples_between': between, 'attempts': attempt,
+            'owed_usec': owed_usec(since),
             'root_ok': root_terms_add_up(read_root())}
 
 
@@ -219,7 +221,8 @@ def s_overflow(ctx):
     old = get_param('interval_ms')
     set_param('interval_ms', 250)
     try:
-        before = info()['cache_overflows']
+        since = info()
+        before = since['cache_overflows']
         cgs = [f'ovf/o{i}' for i in range(n)]
         mkcg(*cgs)
         W.run('ovf/o0', 'busy', 0.05)
@@ -246,6 +249,7 @@ def s_overflow(ctx):
             'min_wakeups': min(s['wakeups'] for s in per),
             'sum_usage': sum(s['usage_usec'] for s in per),
             'parent': stat('ovf'), 'kernel': cpu_usage('ovf'),
+            'owed_usec': owed_usec(since),
             'root_ok': root_terms_add_up(read_root())}
 
 
@@ -440,6 +444,7 @@ def s_tree(ctx):
     mount, an unprivileged reader. The cgroups under tree/ are idle from
     the settle() on, so their counters do not move between the reads."""
     mkcg(*TREE_NAMES)
+    since = info()
     W.run('tree/a/energy.stat/deep', 'busy', 0.3)
     settle()
     tree = parse_tree((EN / 'energy.tree').read_text())
@@ -473,6 +478,7 @@ def s_tree(ctx):
     return {'tree': tree, 'walk': walk, 'a_list': a_list,
             'a_file_keys': [ln.split()[0] for ln in a_file.splitlines()],
             'deep_cpu_stat': kv(deep / 'cpu.stat')['usage_usec'],
+            'owed_usec': owed_usec(since),
             'denied_rc': denied.returncode, 'denied_err': denied.stderr,
             'opts': opts, 'ns_rc': ns.returncode, 'ns_err': ns.stderr,
             'ns': parse_tree(ns.stdout) if ns.returncode == 0 else None}
@@ -506,14 +512,17 @@ def s_thread_move(ctx):
     another cgroup while it runs: the CPU time of each cgroup against
     cpu.stat's, once the process has exited and the sampler drained it."""
     mkcg('tmove/a', 'tmove/b')
+    since = info()
     subprocess.run(['sh', '-c', 'echo $$ > "$1"; shift; '
                     'exec /usr/bin/python3 -c "$@"', 'sh',
                     f'{CG}/tmove/a/cgroup.procs', THREAD_MOVE,
                     f'{CG}/tmove/b/cgroup.procs'], check=True)
     settle()
-    return {rel: {'usage_usec': stat(f'tmove/{rel}')['usage_usec'],
-                  'cpu_stat': kv(CG / f'tmove/{rel}/cpu.stat')['usage_usec']}
-            for rel in ('a', 'b')}
+    out = {rel: {'usage_usec': stat(f'tmove/{rel}')['usage_usec'],
+                 'cpu_stat': kv(CG / f'tmove/{rel}/cpu.stat')['usage_usec']}
+           for rel in ('a', 'b')}
+    out['owed_usec'] = owed_usec(since)
+    return out
 
 
 def s_bad_input(ctx):
@@ -609,6 +618,7 @@ def s_hotplug_window(ctx):
     cpu1 = '/sys/devices/system/cpu/cpu1/online'
     hold = Path('/sys/module/hphold_fixture/parameters/hold_ms')
     mkcg('hpw')
+    since = info()
     a = W.start('hpw', 'busy', 2, cpu=1)
     running(['hpw'])
     time.sleep(0.5)
@@ -628,6 +638,7 @@ def s_hotplug_window(ctx):
             'state_module': st.get('cgroup_energy:online'),
             'state_fixture': st.get('hphold:online'),
             'usage': stat('hpw')['usage_usec'], 'kernel': cpu_usage('hpw'),
+            'owed_usec': owed_usec(since),
             'root_ok': root_terms_add_up(read_root())}
 
 
