@@ -20,7 +20,8 @@ from vm.harness import PM_TEST_DELAY  # noqa: E402
 from common import (CG, EN, REPO, Work, root_terms_add_up, cpu_usage, dmesg,
                     freeze, housekeeping_on_cpu0, info,
                     insmod, kv, main_args, mkcg, mount_en, next_sample,
-                    owed_usec, populated, proc_idle_usec, proc_sys_usec, rmmod, running,
+                    owed_usec, populated, proc_idle_usec, proc_sys_usec,
+                    rmmod, running,
                     scenarios, set_param, get_param, settle, sh,
                     set_interval,
                     snapshot, stat, umount_en, wait_records, SYS_KINDS)
