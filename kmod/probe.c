@@ -51,6 +51,7 @@ struct cge_cpu {
 	u64 drain_ns;		/* this CPU's sched_clock at the last drain */
 	u64 overflows;		/* charges that took the overflow path */
 	u64 quiet_drains;	/* drains of a CPU that stayed idle */
+	u64 takebacks;		/* requests a newcomer took back (want.c) */
 	struct task_struct *idle; /* this CPU's idle task (pid 0), once it ran */
 	unsigned int hint;	/* slot of the last charge */
 	struct cge_cpu_sample s;
@@ -126,21 +127,59 @@ static inline bool cge_task_background(struct task_struct *p)
 }
 
 /*
- * Ask the sampler for a record for @cgid, which the overflow path met without
- * one, once per drain of this CPU: a cgroup that switches often must not fill
- * the list alone; each drain makes records for up to CGE_WANTS distinct ones.
+ * @p's cgroup's ancestors at levels 1 to CGE_WANT_LEVELS, itself included,
+ * as struct cge_want's tags. Under RCU, the cgroup read stays valid, and
+ * its ancestors with it, even if @p moves meanwhile. The tags are then its
+ * new cgroup's, as they are @p's for a wakeup charged to the cgroup that
+ * woke the CPU: they weigh in the sharing only, never in what is charged.
  */
-static void cge_want(struct cge_cpu_sample *s, u64 cgid, u64 parent)
+static void cge_want_tags(struct task_struct *p, u32 *tag)
 {
+	struct cgroup *cg, *a;
+	unsigned int l;
+
+	rcu_read_lock();
+	cg = task_dfl_cgroup(p);
+	for (l = 0; l < CGE_WANT_LEVELS; l++) {
+		a = cgroup_ancestor(cg, l + 1);
+		tag[l] = a ? lower_32_bits(cgroup_id(a)) : 0;
+	}
+	rcu_read_unlock();
+}
+
+/*
+ * Ask the sampler for a record for @cgid, @p's cgroup, which the overflow
+ * path met without one, once per drain of this CPU: a cgroup that switches
+ * often must not fill the list alone; each drain makes records for up to
+ * CGE_WANTS distinct ones. A full list is shared between subtrees
+ * (want.c): a newcomer may take back another subtree's newest request.
+ */
+static void cge_want(struct cge_cpu *c, struct task_struct *p, u64 cgid,
+		     u64 parent)
+{
+	struct cge_cpu_sample *s = &c->s;
+	u32 tag[CGE_WANT_LEVELS];
+	struct cge_want *w;
 	unsigned int i;
+	int v;
 
 	for (i = 0; i < s->nr_want; i++)
 		if (s->want[i].cgid == cgid)
 			return;
-	if (s->nr_want == CGE_WANTS)
-		return;
-	s->want[s->nr_want].cgid = cgid;
-	s->want[s->nr_want++].parent_cgid = parent;
+	cge_want_tags(p, tag);
+	if (s->nr_want == CGE_WANTS) {
+		v = cge_want_victim(s->want, s->nr_want, tag);
+		if (v < 0)
+			return;
+		memmove(&s->want[v], &s->want[v + 1],
+			(s->nr_want - v - 1) * sizeof(s->want[0]));
+		s->nr_want--;
+		WRITE_ONCE(c->takebacks, c->takebacks + 1);
+	}
+	w = &s->want[s->nr_want++];
+	w->cgid = cgid;
+	w->parent_cgid = parent;
+	memcpy(w->tag, tag, sizeof(w->tag));
 }
 
 /*
@@ -149,7 +188,8 @@ static void cge_want(struct cge_cpu_sample *s, u64 cgid, u64 parent)
  * @cgid's or the cache is empty (cge_charge()).
  */
 static noinline void cge_charge_slot(struct cge_cpu *c, unsigned int cpu,
-				     u64 cgid, u64 parent, u64 ns, u64 bg_ns,
+				     struct task_struct *p, u64 cgid,
+				     u64 parent, u64 ns, u64 bg_ns,
 				     u32 wakeups)
 {
 	struct cge_cpu_sample *s = &c->s;
@@ -167,7 +207,7 @@ static noinline void cge_charge_slot(struct cge_cpu *c, unsigned int cpu,
 		WRITE_ONCE(c->overflows, c->overflows + 1);
 		if (!cge_cgstate_overflow(cgid, parent, ns, bg_ns, wakeups,
 					  cge_topo_pkg(cpu)))
-			cge_want(s, cgid, parent);
+			cge_want(c, p, cgid, parent);
 		return;
 	}
 	c->hint = s->nr;
@@ -203,7 +243,7 @@ static __always_inline void cge_charge(struct cge_cpu *c, unsigned int cpu,
 		sl->wakeups += wakeups;
 		return;
 	}
-	cge_charge_slot(c, cpu, cgid, parent, ns, bg_ns, wakeups);
+	cge_charge_slot(c, cpu, p, cgid, parent, ns, bg_ns, wakeups);
 }
 
 /*
@@ -546,17 +586,19 @@ struct task_struct *cge_cpu_drain(unsigned int cpu, struct cge_cpu_sample *out,
 }
 
 /* The probe's health counters, summed over the CPUs (energy.info). */
-void cge_probe_counters(u64 *overflows, u64 *quiet_drains)
+void cge_probe_counters(u64 *overflows, u64 *quiet_drains, u64 *takebacks)
 {
 	struct cge_cpu *c;
 	int cpu;
 
 	*overflows = 0;
 	*quiet_drains = 0;
+	*takebacks = 0;
 	for_each_possible_cpu(cpu) {
 		c = per_cpu_ptr(cge_cpus, cpu);
 		*overflows += READ_ONCE(c->overflows);
 		*quiet_drains += READ_ONCE(c->quiet_drains);
+		*takebacks += READ_ONCE(c->takebacks);
 	}
 }
 

@@ -11,6 +11,8 @@
 
 #include <linux/types.h>
 
+#include "want.h"
+
 /* Distinct cgroups one CPU can hold per interval before the overflow path. */
 #define CGE_SLOTS	32
 
@@ -21,14 +23,6 @@ struct cge_slot {
 	u64 bg_ns;		/* the part at background QoS */
 	u32 wakeups;		/* idle -> task switches this interval */
 	u32 pad;
-};
-
-/* Cgroups the overflow path met without a record: the sampler makes them. */
-#define CGE_WANTS	16
-
-struct cge_want {
-	u64 cgid;
-	u64 parent_cgid;
 };
 
 struct task_struct;
@@ -56,7 +50,7 @@ int cge_probe_init(void);
 void cge_probe_exit(void);
 struct task_struct *cge_cpu_drain(unsigned int cpu, struct cge_cpu_sample *out,
 				  bool *ran);
-void cge_probe_counters(u64 *overflows, u64 *quiet_drains);
+void cge_probe_counters(u64 *overflows, u64 *quiet_drains, u64 *takebacks);
 void cge_probe_selftime(u64 *timed, u64 *ns);
 
 #endif /* CGE_PROBE_H */

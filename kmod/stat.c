@@ -156,7 +156,7 @@ int cge_info_show(struct seq_file *m, bool host)
 	struct cge_sampler_health h;
 	struct cge_source_health sh;
 	struct cge_impact_coefs k;
-	u64 records, bytes, timed, ns, overflows, quiet;
+	u64 records, bytes, timed, ns, overflows, quiet, takebacks;
 	char num[32];
 	int d;
 
@@ -203,8 +203,9 @@ int cge_info_show(struct seq_file *m, bool host)
 	seq_printf(m, "counter_resyncs %llu\n", sh.resyncs);
 	seq_printf(m, "isolated_cpu_reads %llu\n", sh.isolated_cpu_reads);
 	seq_printf(m, "isolated_core_skips %llu\n", sh.isolated_core_skips);
-	cge_probe_counters(&overflows, &quiet);
+	cge_probe_counters(&overflows, &quiet, &takebacks);
 	seq_printf(m, "cache_overflows %llu\n", overflows);
+	seq_printf(m, "request_takebacks %llu\n", takebacks);
 	seq_printf(m, "quiet_drains %llu\n", quiet);
 	seq_printf(m, "overcharge_usec %llu\n",
 		   div_u64(h.overcharge_ns, NSEC_PER_USEC));
