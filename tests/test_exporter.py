@@ -412,7 +412,8 @@ def exporter(tool, tmp_path):
     t.set_info({"source": "model", "interval_ms": 100, "last_sample_ns": 10**12,
                 "samples": 40, "sampler_overruns": 2, "energy_read_errors": 1,
                 "counter_wraps": 4, "counter_resyncs": 3, "quiet_drains": 7,
-                "cache_overflows": 5, "alloc_failures": 6,
+                "cache_overflows": 5, "request_takebacks": 8,
+                "alloc_failures": 6,
                 "overcharge_usec": 1500, "overcharge_repaid_usec": 1200,
                 "records": 12, "record_bytes": 3072})
     x = Exporter(tool, t.path)
@@ -465,6 +466,7 @@ def test_served_equals_one_shot(tool, exporter):
     assert s["cgroup_energy_resyncs_total"] == "3"
     assert s["cgroup_energy_quiet_drains_total"] == "7"
     assert s["cgroup_energy_cache_overflows_total"] == "5"
+    assert s["cgroup_energy_request_takebacks_total"] == "8"
     assert s["cgroup_energy_alloc_failures_total"] == "6"
     assert s["cgroup_energy_overcharge_seconds_total"] == "0.0015"
     assert s["cgroup_energy_overcharge_repaid_seconds_total"] == "0.0012"
