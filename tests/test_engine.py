@@ -248,6 +248,36 @@ def test_overflow_loses_nothing(res):
     assert r['min_usage'] > 0
 
 
+def test_new_tenant_takes_back_its_record_requests(res):
+    r = ok(res, 's_request_share')
+    # the premise: no sample in either window, and wa's sleepers overflowed
+    # the cache (18 of 50 beyond the 32 slots at least, every 20 ms)
+    assert r['samples_cut'] == [0, 0], r
+    assert r['overflows'] >= 18, r
+    # 8 of wb's 10 took back one of wa's 16 requests each, and no more
+    # (8 and 8: wa holds no two more than wb), none in the next interval
+    assert r['takebacks'] == 8, r
+    assert r['takebacks_after'] == 0, r
+    above = drain_checks.above_cpu_stat_max(r)
+    own = [cg for cg, b in r['b'].items()
+           if -1 <= b['usage_usec'] - b['run2'] <= above]
+    waited = [cg for cg in r['b'] if cg not in own]
+    # the 8 had records for the second window: what they ran there and
+    # after is their own; the other 2 had none there, and were charged to
+    # wb (what they ran after the window went to their own, once made)
+    assert len(own) == 8, r
+    for cg in own:
+        assert r['b'][cg]['window2'] > 0, (cg, r)
+    for cg in waited:
+        b = r['b'][cg]
+        assert b['window2'] > 0, (cg, r)
+        assert 0 <= b['usage_usec'] <= b['run2'] - b['window2'] + above, \
+            (cg, r)
+    w2 = sum(r['b'][cg]['window2'] for cg in waited)
+    run2 = sum(r['b'][cg]['run2'] for cg in waited)
+    assert w2 - 1 <= r['wb_own_usec'] <= run2 + above, r
+
+
 def test_permissions(res):
     r = ok(res, 's_permissions')
     assert r['default_rc'] != 0 and 'Permission denied' in r['default_err']
@@ -267,7 +297,7 @@ def test_namespace_sees_its_subtree(res):
     keys = [ln.split()[0] for ln in info_part.splitlines()]
     assert keys[:2] == ['version', 'source'] and 'samples' in keys, keys
     assert not {'records', 'record_bytes', 'packages', 'cache_overflows',
-                'alloc_failures', 'energy_read_errors',
+                'request_takebacks', 'alloc_failures', 'energy_read_errors',
                 'overcharge_usec', 'overcharge_repaid_usec'} & set(keys), keys
 
 

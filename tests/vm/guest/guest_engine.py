@@ -4,10 +4,12 @@
 (the fixture: tests/vm/fixtures/hphold, loaded before the module)
 Prints one line 'CGE-RESULT {json}' with the measurements of each scenario;
 the host test asserts on them."""
+import contextlib
 import errno
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import threading
@@ -252,6 +254,134 @@ def s_overflow(ctx):
             'parent': stat('ovf'), 'kernel': cpu_usage('ovf'),
             'owed_usec': owed_usec(since),
             'root_ok': root_terms_add_up(read_root())}
+
+
+def _state(pid):
+    """@pid's state letter in /proc (R, S, D, T...)."""
+    return Path(f'/proc/{pid}/stat').read_text().rsplit(')', 1)[1].split()[0]
+
+
+def _stopped(pid, stop=True, timeout=30):
+    """SIGSTOP (or SIGCONT) @pid and wait until /proc says it is stopped
+    (or not)."""
+    os.kill(pid, signal.SIGSTOP if stop else signal.SIGCONT)
+    deadline = time.monotonic() + timeout
+    while True:
+        if (_state(pid) == 'T') == stop:
+            return
+        if time.monotonic() > deadline:
+            raise RuntimeError(f'{pid}: not {"stopped" if stop else "on"}')
+        time.sleep(0.005)
+
+
+def _moved_sleeper(hold, cg):
+    """A sleeper on CPU 1 (every 20 ms), started in @hold, stopped there and
+    moved into @cg, where it has not run: a stopped task is not woken by
+    the move, where a frozen one is (to trap again: it would run in @cg
+    and give it a record). It is stopped asleep, once pinned: stopped
+    before its pin, it would run on CPU 0 in @cg when let go, and CPU 0's
+    cache has room. Returns (process, the worker's pid)."""
+    procs = CG / hold / 'cgroup.procs'
+    before = set(procs.read_text().split())
+    p = W.start(hold, 'sleeper', 20000, 120, cpu=1)
+    deadline = time.monotonic() + 30
+    while True:
+        new = set(procs.read_text().split()) - before
+        if new:
+            break
+        if time.monotonic() > deadline:
+            p.kill()
+            raise RuntimeError(f'{hold}: no new process')
+        time.sleep(0.01)
+    pid = int(new.pop())
+    while os.sched_getaffinity(pid) != {1} or \
+            _state(pid) not in ('S', 'D'):
+        if time.monotonic() > deadline:
+            p.kill()
+            raise RuntimeError(f'{pid}: not asleep on CPU 1')
+        time.sleep(0.01)
+    _stopped(pid)
+    (CG / cg / 'cgroup.procs').write_text(f'{pid}\n')
+    return p, pid
+
+
+def _run_for(pids, secs):
+    """Let the stopped @pids run for @secs, then stop them again."""
+    for pid in pids:
+        _stopped(pid, False)
+    time.sleep(secs)
+    for pid in pids:
+        _stopped(pid)
+
+
+def s_request_share(ctx):
+    """One tenant's new cgroups fill CPU 1's record requests; another's then
+    take back their share (kmod/want.c). At a 10 s interval, NA sleepers of
+    wa, each in a new cgroup, wake every 20 ms on CPU 1: about 32 take the
+    cache's slots, 16 of the rest fill the requests. Then NB = 10 of wb:
+    each takes back wa's newest request while wa holds two more than wb,
+    so 8 do and 2 wait. In the next interval the 8 have records: what they
+    run there is their own, against cpu.stat; the 2 are charged to wb.
+    An attempt that a sample cuts is made again, three times at most."""
+    na, nb = 50, 10
+    old = get_param('interval_ms')
+    set_interval(10000)
+    try:
+        for attempt in range(1, 4):
+            ta, tb = f'wa{attempt}', f'wb{attempt}'
+            hold = f'whold{attempt}'
+            a = [f'{ta}/a{i}' for i in range(na)]
+            b = [f'{tb}/b{i}' for i in range(nb)]
+            mkcg(*a, *b, hold)
+            ps, pa, pb = [], [], []
+            try:
+                with housekeeping_on_cpu0():
+                    for cg in a + b:
+                        p, pid = _moved_sleeper(hold, cg)
+                        ps.append(p)
+                        (pa if cg in a else pb).append(pid)
+                    next_sample()
+                    i0 = info()
+                    for pid in pa:
+                        _stopped(pid, False)
+                    time.sleep(1)
+                    _run_for(pb, 1)
+                    i1 = info()
+                    c1 = {cg: cpu_usage(cg) for cg in b}
+                    # the drain that makes the 8's records, then wb runs
+                    # again, wa's sleepers holding the slots
+                    next_sample()
+                    i2 = info()
+                    time.sleep(0.5)
+                    _run_for(pb, 1)
+                    i3 = info()
+                    c3 = {cg: cpu_usage(cg) for cg in b}
+            finally:
+                for pid in pa + pb:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(pid, signal.SIGCONT)
+                Work.stop(ps, a + b + [hold])
+            if i1['samples'] == i0['samples'] and \
+                    i3['samples'] == i2['samples']:
+                break
+    finally:
+        set_param('interval_ms', old)
+    settle()
+    # what wb's tasks ran from the drain that made the 8's records to their
+    # end (they ran on until killed), and in the second window alone
+    c2 = {cg: cpu_usage(cg) for cg in b}
+    return {'attempts': attempt,
+            'samples_cut': [i1['samples'] - i0['samples'],
+                            i3['samples'] - i2['samples']],
+            'overflows': i1['cache_overflows'] - i0['cache_overflows'],
+            'takebacks': i1['request_takebacks'] - i0['request_takebacks'],
+            'takebacks_after': i3['request_takebacks'] -
+            i2['request_takebacks'],
+            'b': {cg: {'usage_usec': stat(cg)['usage_usec'],
+                       'run2': c2[cg] - c1[cg],
+                       'window2': c3[cg] - c1[cg]} for cg in b},
+            'wb_own_usec': stat(tb)['own_usage_usec'],
+            'owed_usec': owed_usec(i0)}
 
 
 def s_permissions(ctx):
@@ -943,7 +1073,8 @@ if __name__ == '__main__':
     ctx = {'churn': int(os.environ.get('CGE_CHURN', 10000)), 'repo': REPO,
            'cgwork': CGWORK}
     scenarios([s_drain_base, s_load_params, s_load, s_equal_pinned, s_twice,
-               s_parent_sum, s_removed_child, s_removed_tree, s_overflow, s_permissions,
+               s_parent_sum, s_removed_child, s_removed_tree, s_overflow,
+               s_request_share, s_permissions,
                s_namespace, s_view, s_readdir, s_tree, s_thread_move,
                s_bad_input, s_churn, s_hotplug, s_hotplug_window, s_suspend, s_suspend_ns,
                s_quiet,
