@@ -26,6 +26,7 @@
 
 #define CGE_HASH_BITS		12
 #define CGE_DEAD_PASSES		2
+/* bits of rec->flags: on cge_ovf_list */
 #define CGE_OVF_QUEUED		0
 
 /* Record tree, hash writers, totals: the sampler and readers. */
@@ -341,7 +342,7 @@ bool cge_cgstate_overflow(u64 cgid, u64 parent_cgid, u64 ns, u64 bg_ns,
 	atomic64_add(ns, &o->ns);
 	atomic64_add(bg_ns, &o->bg_ns);
 	atomic_add(wakeups, &o->wakeups);
-	if (!test_and_set_bit(CGE_OVF_QUEUED, &rec->ovf_queued))
+	if (!test_and_set_bit(CGE_OVF_QUEUED, &rec->flags))
 		llist_add(&rec->ovf_node, &cge_ovf_list);
 	rcu_read_unlock();
 	return own;
@@ -401,11 +402,11 @@ void cge_cgstate_overflows_done(struct llist_node *first)
 	struct cge_rec *rec, *tmp;
 
 	llist_for_each_entry_safe(rec, tmp, first, ovf_node) {
-		clear_bit(CGE_OVF_QUEUED, &rec->ovf_queued);
+		clear_bit(CGE_OVF_QUEUED, &rec->flags);
 		/* Clear before looking: a charge added after it queues. */
 		smp_mb__after_atomic();
 		if (cge_rec_ovf_pending(rec) &&
-		    !test_and_set_bit(CGE_OVF_QUEUED, &rec->ovf_queued))
+		    !test_and_set_bit(CGE_OVF_QUEUED, &rec->flags))
 			llist_add(&rec->ovf_node, &cge_ovf_list);
 	}
 }
@@ -479,7 +480,7 @@ void cge_cgstate_reap(void)
 	list_for_each_entry_safe(rec, tmp, &cge_grave, all) {
 		cond_resched();
 		if (ULONG_CMP_LT(done, rec->gp_cookie) ||
-		    test_bit(CGE_OVF_QUEUED, &rec->ovf_queued) ||
+		    test_bit(CGE_OVF_QUEUED, &rec->flags) ||
 		    cge_rec_ovf_pending(rec))
 			continue;
 		list_del(&rec->all);

@@ -103,7 +103,7 @@ struct cge_rec {
 	struct list_head all;		/* every record, cge_lock */
 	struct list_head removed;	/* its cgroup is removed, cge_lock */
 	struct llist_node ovf_node;	/* has overflow charges pending */
-	unsigned long ovf_queued;
+	unsigned long flags;		/* CGE_OVF_QUEUED */
 	u64 cgid;
 	struct cgroup *cgrp;		/* reference held; root: none */
 	struct cge_rec *parent;
