@@ -767,22 +767,36 @@ def markdown(d):
           'reaper pass: what grows with active cgroups. *drain* is the '
           'time in the CPUs\' drains (cge_cpu_drain(), from the sampler\'s '
           'CPU, under each CPU\'s lock). *reap* is the once-a-second pass '
-          'over the records of removed cgroups. '
+          'over the records of removed cgroups. *reap, flood* is that '
+          'pass while another process makes and removes empty cgroups as '
+          'fast as it can (removals a second in brackets): none of them '
+          'has a record, so the pass must cost what it costs without. '
           'Probe ns: the self-timed probe while those cgroups run.', '',
           '| cgroups | records | B/record | interval | idle: total | '
           'idle: work | active: total | active: work | drain | reap | '
-          'probe ns | cache overflows |',
-          '|' + '---|' * 12]
+          'reap, flood | probe ns | cache overflows |',
+          '|' + '---|' * 13]
 
     def mm(x):
         if not x or x.get('median') is None:
             return 'n/a'
         return f'{x["median"]:.0f} / {x["min"]:.0f}'
 
+    def flood(f):
+        if not f:
+            return 'n/a'
+        if f.get('error'):
+            return f'error: {f["error"][:100]}'
+        x = f['reap']
+        if x.get('median') is None:
+            return 'n/a'
+        return (f'{x["median"]:.1f} / {x["min"]:.1f} '
+                f'({fmt(f["removed_per_s"])}/s)')
+
     for r in counts:
         if r.get('error'):
             L.append(f'| {r["cgroups"]} | error: {r["error"][:200]} |'
-                     + ' |' * 10)
+                     + ' |' * 11)
             continue
         bpr = (round(r['record_bytes'] / r['records']) if r.get('records')
                else None)
@@ -791,7 +805,8 @@ def markdown(d):
                  f'{r["interval_ms"]} ms | {mm(r["idle"]["total"])} | '
                  f'{mm(r["idle"]["work"])} | {mm(r["active"]["total"])} | '
                  f'{mm(r["active"]["work"])} | {mm(r["active"]["drain"])} | '
-                 f'{mm(r["active"]["reap"])} | {fmt(probe.get("ns"), 0)} | '
+                 f'{mm(r["active"]["reap"])} | {flood(r.get("flood"))} | '
+                 f'{fmt(probe.get("ns"), 0)} | '
                  f'{r.get("cache_overflows", "n/a")} |')
     if raw.get('sampler', {}).get('error'):
         L.append(f'\nsampler: error: {raw["sampler"]["error"][:300]}')

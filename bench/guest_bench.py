@@ -678,7 +678,8 @@ class Ftrace:
     @classmethod
     def take(cls, seen=None):
         """Samples completed since the last take, in order: dicts of µs
-        {'total', 'drain', 'split', 'reap', 'other'}. seen, a list, gets
+        {'total', 'drain', 'split', 'reap', 'other'}, and 'reaped': whether
+        a reaper pass ran in it. seen, a list, gets
         True appended if a sample started or ended meanwhile."""
         chunks = []
         while True:
@@ -708,6 +709,7 @@ class Ftrace:
             elif fn == cls.TOP:
                 cur = cls.cur
                 cur['total'] = us
+                cur['reaped'] = 'reap' in cur   # a reaper pass ran in it
                 for k in cls.PARTS.values():
                     cur.setdefault(k, 0.0)
                 cur['other'] = us - sum(cur[k] for k in cls.PARTS.values())
@@ -926,6 +928,11 @@ def sampler_measure(a, n, base_records, load, t0):
     row['active'] = measure(load, a.intervals, active=True)
     row['cache_overflows'] = info()['cache_overflows'] - c0
     try:
+        row['flood'] = reap_flood(a.flood_s)
+    except Exception as e:      # noqa: BLE001 - keep the count's figures
+        row['flood'] = {'error': str(e)}
+    set_interval(ms)
+    try:
         row['teardown_s'] = round(load.quit(), 1)
     except OSError as e:        # a busy cgroup must not lose the row
         row['teardown_error'] = str(e)
@@ -934,6 +941,73 @@ def sampler_measure(a, n, base_records, load, t0):
         f'{row["active"]["total"]}, work {row["active"]["work"]}, '
         f'reap {row["active"]["reap"]}')
     return row
+
+
+# A process that makes and removes empty cgroups as fast as it can until
+# SIGTERM, then prints how many it removed and in how many ns: cgroups
+# that never ran a task, so none of them has a record.
+FLOOD = r"""
+import os, signal, sys, time
+run = [True]
+signal.signal(signal.SIGTERM, lambda *_: run.clear())
+base = sys.argv[1]
+dirs = [f'{base}/f{i}' for i in range(8)]
+
+
+def clean():
+    for d in [*dirs, base]:
+        if os.path.isdir(d):
+            os.rmdir(d)
+
+
+clean()                                 # a run that was cut short
+os.mkdir(base)
+print('ready', flush=True)
+n, t0 = 0, time.monotonic_ns()
+try:
+    while run:
+        os.mkdir(dirs[n % 8])
+        os.rmdir(dirs[n % 8])
+        n += 1
+finally:
+    clean()
+print(n, time.monotonic_ns() - t0, flush=True)
+"""
+
+
+def reap_flood(seconds):
+    """The reaper's passes while cgroups without records are made and
+    removed as fast as the guest can (on BENCH_CPU, away from the sampler
+    on AUX_CPU), beside the records of the cgroups measured: the pass's
+    cost must follow the removals of cgroups with records, not the records
+    there are. At a 0.5 s interval a sample holds at most one pass; the
+    first pass is left out (the flood may have started inside it)."""
+    set_interval(500)
+    wait_samples(2, timeout=30)
+    proc = subprocess.Popen(['taskset', '-c', str(BENCH_CPU),
+                             sys.executable, '-c', FLOOD,
+                             str(CG / 'reapflood')],
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        if proc.stdout.readline().strip() != 'ready':
+            raise RuntimeError(f'reap flood: no start (rc {proc.wait(60)})')
+        Ftrace.take()
+        time.sleep(seconds)
+        passes = [x['reap'] for x in Ftrace.take() if x['reaped']]
+        proc.terminate()
+        out = proc.communicate(timeout=60)[0].split()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    if proc.returncode or len(out) != 2 or int(out[0]) <= 0:
+        raise RuntimeError(f'reap flood: rc {proc.returncode}, out {out}')
+    removed, ns = int(out[0]), int(out[1])
+    r = {'seconds': round(ns / 1e9, 1), 'removed': removed,
+         'removed_per_s': round(removed * 1e9 / ns),
+         'reap': spread(passes[1:]), 'passes': passes}
+    log(f'reap flood: {r}')
+    return r
 
 
 # ------------------------------------------------------------------ migrate
@@ -1420,6 +1494,8 @@ def main(argv=None):
     p.add_argument('--counts', type=lambda s: [int(x) for x in s.split(',')],
                    default=[10, 1000, 10000])
     p.add_argument('--intervals', type=int, default=8)
+    p.add_argument('--flood-s', type=float, default=8,
+                   help='seconds of the removal flood at each count')
     p = sub.add_parser('migrate')
     p.add_argument('--ko', required=True)
     p.add_argument('--cghop', required=True)
