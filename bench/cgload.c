@@ -76,7 +76,7 @@ static void *worker(void *arg)
 	char path[256], tid[32];
 	int seen;
 
-	snprintf(path, sizeof(path), "%s/t%05ld/cgroup.threads", base, i);
+	snprintf(path, sizeof(path), "%s/t%06ld/cgroup.threads", base, i);
 	snprintf(tid, sizeof(tid), "%ld\n", (long)gettid());
 	pthread_mutex_lock(&join_lock);
 	if (write_file(path, tid))
@@ -114,7 +114,7 @@ int main(int argc, char **argv)
 	}
 	base = argv[1];
 	nthreads = atol(argv[2]);
-	if (nthreads < 1 || nthreads > 99999)
+	if (nthreads < 1 || nthreads > 999999)
 		return 2;
 	t0 = now_ns();
 	if (mkdir(base, 0755) && errno != EEXIST) {
@@ -126,12 +126,12 @@ int main(int argc, char **argv)
 	if (write_file(path, pid))
 		return 1;
 	for (long i = 0; i < nthreads; i++) {
-		snprintf(path, sizeof(path), "%s/t%05ld", base, i);
+		snprintf(path, sizeof(path), "%s/t%06ld", base, i);
 		if (mkdir(path, 0755) && errno != EEXIST) {
 			perror(path);
 			return 1;
 		}
-		snprintf(path, sizeof(path), "%s/t%05ld/cgroup.type", base, i);
+		snprintf(path, sizeof(path), "%s/t%06ld/cgroup.type", base, i);
 		if (write_file(path, "threaded\n"))
 			return 1;
 	}

@@ -864,6 +864,14 @@ def module_size():
 
 def cmd_sampler(a):
     pin_self()
+    # cgload's threads, one per cgroup: a pid each, and two mappings (the
+    # stack and its guard page); twice the count leaves room for the rest
+    n = 2 * max(a.counts) + 10000
+    for k, v in (('kernel/pid_max', 4194304), ('kernel/threads-max', n),
+                 ('vm/max_map_count', 2 * n)):
+        f = Path('/proc/sys') / k
+        if int(f.read_text()) < v:
+            f.write_text(f'{v}\n')
     insmod(a.ko)
     mount_fs()
     Ftrace.start()
