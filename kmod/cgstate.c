@@ -4,9 +4,9 @@
  *
  * Records live in an RCU hash keyed by cgroup id. Only the sampler (and
  * module exit) adds or removes them, under cge_lock; the probe's overflow
- * path looks them up under RCU. A record holds a reference on its cgroup so
- * it can tell when the cgroup is removed; it is freed two reaper passes
- * later, once no charge can still name it.
+ * path and the cgroup_rmdir probe look them up under RCU. A record holds a
+ * reference on its cgroup so it can tell when the cgroup is removed; it is
+ * freed two reaper passes later, once no charge can still name it.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -26,8 +26,9 @@
 
 #define CGE_HASH_BITS		12
 #define CGE_DEAD_PASSES		2
-/* bits of rec->flags: on cge_ovf_list */
+/* rec->flags: on cge_ovf_list; on cge_gone_list or cge_removed, for good */
 #define CGE_OVF_QUEUED		0
+#define CGE_GONE_QUEUED		1
 
 /* Record tree, hash writers, totals: the sampler and readers. */
 DEFINE_MUTEX(cge_lock);
@@ -37,10 +38,8 @@ static DEFINE_HASHTABLE(cge_hash, CGE_HASH_BITS);
 static LIST_HEAD(cge_all);
 /* records whose cgroup is removed, not yet unhashed: what the reaper walks */
 static LIST_HEAD(cge_removed);
-/* the removals the reaper has looked up (gone.c's count) */
-static u64 cge_removed_seq;
-#define CGE_REMOVED_BATCH	64
-static u64 cge_removed_ids[CGE_REMOVED_BATCH];
+/* records whose removal the cgroup_rmdir tracepoint saw, for the reaper */
+static LLIST_HEAD(cge_gone_list);
 static LIST_HEAD(cge_grave);
 static LLIST_HEAD(cge_ovf_list);
 static struct kmem_cache *cge_rec_cache;
@@ -114,13 +113,15 @@ static struct cge_rec *cge_rec_alloc(u64 cgid, struct cgroup *cgrp,
 	hash_add_rcu(cge_hash, &rec->hnode, cgid);
 	cge_nr_records++;
 	/*
-	 * A cgroup removed before its record was made: the reaper may have
-	 * looked its removal up already, and found no record. If so, it reads
-	 * the cgroup offline here: rmdir clears CSS_ONLINE before it records
-	 * the removal under cge_gone_lock, which the reaper took, under
-	 * cge_lock, before this.
+	 * A cgroup being removed while its record is made: rmdir clears
+	 * CSS_ONLINE, then its tracepoint looks the record up
+	 * (cge_cgstate_gone()). Either that finds the record hashed or this
+	 * reads the cgroup offline (a full barrier on each side); if both,
+	 * the bit lets one of them queue it.
 	 */
-	if (cgrp && !cge_cgroup_online(cgrp))
+	smp_mb();
+	if (cgrp && !cge_cgroup_online(cgrp) &&
+	    !test_and_set_bit(CGE_GONE_QUEUED, &rec->flags))
 		list_add_tail(&rec->removed, &cge_removed);
 	return rec;
 }
@@ -421,41 +422,55 @@ static void cge_rec_free(struct cge_rec *rec)
 	cge_nr_records--;
 }
 
-static void cge_rec_removed(struct cge_rec *rec)
+/**
+ * cge_cgstate_gone() - the cgroup @cgid was removed
+ * @cgid: its id
+ *
+ * Called from the cgroup_rmdir tracepoint (gone.c), after rmdir cleared
+ * CSS_ONLINE: RCU lookup and atomics only. Queues its record, if it has
+ * one, for the reaper, so that the reaper's cost follows the removals of
+ * cgroups with records, whatever else is removed.
+ */
+void cge_cgstate_gone(u64 cgid)
 {
-	if (rec != cge_root && list_empty(&rec->removed))
-		list_add_tail(&rec->removed, &cge_removed);
+	struct cge_rec *rec;
+
+	/* pairs with cge_rec_alloc(): CSS_ONLINE cleared, then the lookup */
+	smp_mb();
+	rcu_read_lock();
+	rec = cge_rec_find(cgid);
+	if (rec && rec != cge_root &&
+	    !test_and_set_bit(CGE_GONE_QUEUED, &rec->flags))
+		llist_add(&rec->gone_node, &cge_gone_list);
+	rcu_read_unlock();
 }
 
 /*
  * Put the records of the cgroups removed since the last pass on
- * cge_removed: those gone.c recorded, looked up by id; every record whose
- * cgroup is offline when some removals were not recorded (more than its
- * ring holds in a pass, or no tracepoint). cge_lock held.
+ * cge_removed: those the tracepoint queued; without the tracepoint, every
+ * record whose cgroup is offline. cge_lock held.
  */
 static void cge_find_removed(void)
 {
-	struct cge_rec *rec;
-	int i, n;
+	struct llist_node *first;
+	struct cge_rec *rec, *tmp;
 
-	for (;;) {
-		n = cge_gone_since(&cge_removed_seq, cge_removed_ids,
-				   CGE_REMOVED_BATCH);
-		if (n < 0)
-			break;
-		for (i = 0; i < n; i++) {
-			rec = cge_rec_find(cge_removed_ids[i]);
-			if (rec)
-				cge_rec_removed(rec);
-		}
-		if (n < CGE_REMOVED_BATCH)
-			return;
+	if (cge_gone_tracked()) {
+		/*
+		 * Oldest first, as they were removed; _safe: the removed list
+		 * head takes the gone_node's place.
+		 */
+		first = llist_reverse_order(llist_del_all(&cge_gone_list));
+		llist_for_each_entry_safe(rec, tmp, first, gone_node)
+			list_add_tail(&rec->removed, &cge_removed);
+		return;
 	}
 	list_for_each_entry(rec, &cge_all, all) {
 		/* long lists: let others run (under cge_lock, in no RCU section) */
 		cond_resched();
-		if (rec->cgrp && !cge_cgroup_online(rec->cgrp))
-			cge_rec_removed(rec);
+		if (rec->cgrp && !cge_cgroup_online(rec->cgrp) &&
+		    !test_and_set_bit(CGE_GONE_QUEUED, &rec->flags))
+			list_add_tail(&rec->removed, &cge_removed);
 	}
 }
 
@@ -466,8 +481,8 @@ static void cge_find_removed(void)
  * passes, so charges still in per-CPU caches reach it; then it is unhashed,
  * and freed once an RCU grace period has passed and no overflow charge is
  * queued on it. Its totals are already in its ancestors. A pass looks at
- * the records of removed cgroups only, unless some removals were missed
- * (cge_find_removed()). cge_lock held.
+ * the records of removed cgroups only, unless the cgroup_rmdir tracepoint
+ * is not attached (cge_find_removed()). cge_lock held.
  */
 void cge_cgstate_reap(void)
 {
@@ -630,9 +645,10 @@ int cge_cgstate_init(unsigned int pkgs)
 }
 
 /*
- * After the probe is gone (its unregistering waited for every probe call,
- * the overflow path's RCU readers included) and the filesystem with it:
- * nobody else looks at the records, which are freed at once.
+ * After the probes are gone (their unregistering waited for every call:
+ * the overflow path's and the rmdir probe's RCU readers included) and the
+ * filesystem with them: nobody else looks at the records, which are freed
+ * at once.
  */
 void cge_cgstate_exit(void)
 {
@@ -642,6 +658,7 @@ void cge_cgstate_exit(void)
 	rcu_barrier();
 	mutex_lock(&cge_lock);
 	INIT_LIST_HEAD(&cge_removed);
+	llist_del_all(&cge_gone_list);
 	list_splice_tail_init(&cge_grave, &cge_all);
 	/* Children first: they were created after their parents. */
 	list_for_each_entry_safe_reverse(rec, tmp, &cge_all, all) {

@@ -101,9 +101,17 @@ struct cge_ovf {
 struct cge_rec {
 	struct hlist_node hnode;	/* cge_hash, RCU */
 	struct list_head all;		/* every record, cge_lock */
-	struct list_head removed;	/* its cgroup is removed, cge_lock */
+	/*
+	 * Its cgroup is removed: on cge_gone_list from the rmdir probe, then
+	 * moved to cge_removed (cge_lock), never on both; CGE_GONE_QUEUED
+	 * makes it queued once.
+	 */
+	union {
+		struct llist_node gone_node;
+		struct list_head removed;
+	};
 	struct llist_node ovf_node;	/* has overflow charges pending */
-	unsigned long flags;		/* CGE_OVF_QUEUED */
+	unsigned long flags;		/* CGE_OVF_QUEUED, CGE_GONE_QUEUED */
 	u64 cgid;
 	struct cgroup *cgrp;		/* reference held; root: none */
 	struct cge_rec *parent;
@@ -165,6 +173,7 @@ void cge_rec_add_own(struct cge_rec *rec, const struct cge_delta *d,
 void cge_rec_add_up(struct cge_rec *rec, const struct cge_up *up,
 		    struct cge_power_step *step);
 void cge_up_add(struct cge_up *to, const struct cge_up *c);
+void cge_cgstate_gone(u64 cgid);
 bool cge_cgstate_overflow(u64 cgid, u64 parent_cgid, u64 ns, u64 bg_ns,
 			  u32 wakeups, unsigned int pkg);
 struct llist_node *cge_cgstate_take_overflows(void);

@@ -1,17 +1,20 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * gone.c - the parents of recently removed cgroups.
+ * gone.c - removed cgroups: their records to the reaper, their parents kept.
  *
  * The probe records a cgroup's id and its parent's. When both are removed
  * before the sampler drains their charge (a pod and its container scope go
  * together), the ids alone cannot say where the charge belongs: a removed
  * cgroup can no longer be looked up. The cgroup_rmdir tracepoint fires for
- * each removal, with the cgroup and so its parent; this file keeps the last
- * CGE_GONE_NR (cgroup, parent) pairs so the sampler can walk up to the
- * nearest ancestor that still exists, and the reaper can find the records
- * of removed cgroups without looking at the others. The tracepoint fires
- * after the cgroup's directory is removed: a sample that walks up through a
- * cgroup in between finds it neither live nor here, and charges the root.
+ * each removal, with the cgroup and so its parent: this file hands its
+ * record, if it has one, to the reaper (cge_cgstate_gone()), and keeps the
+ * last CGE_GONE_NR (cgroup, parent) pairs so the sampler can walk up to
+ * the nearest ancestor that still exists. A pair is kept for a cgroup with
+ * a record too: a charge handed over at a task's next switch (a drain's
+ * overcharge, a kernel thread's wakeup) can name it after its record is
+ * gone. The tracepoint fires after the cgroup's directory is removed: a
+ * sample that walks up through a cgroup in between finds it neither live
+ * nor here, and charges the root.
  *
  * With a probe attached, every rmdir on the machine also formats the
  * cgroup's path for the tracepoint (cgroup_path() under a global lock).
@@ -25,15 +28,15 @@
 #include <linux/string.h>
 #include <linux/tracepoint.h>
 
+#include "cgstate.h"
 #include "gone.h"
 
 /*
- * Removals remembered. A pair is needed from the cgroup's removal until the
- * next sample: at the longest interval (10 s) that covers 200 removals a
- * second, far above what container hosts do. Once a pair is overwritten,
- * its cgroup's last charge goes to the root unless the parent the probe
- * recorded still exists. The reaper reads the removals of each second;
- * when it missed some, it looks at every record.
+ * Removals remembered, shared by all: a pair is needed from the cgroup's
+ * removal until the next sample, which at the longest interval (10 s) covers
+ * 200 removals a second. Faster removals, one tenant's included, overwrite
+ * pairs early: such a cgroup's last charge goes to the root unless the
+ * parent the probe recorded still exists.
  */
 #define CGE_GONE_NR	2048	/* a power of two: the slot is seq's low bits */
 #define CGE_GONE_MASK	(CGE_GONE_NR - 1)
@@ -62,6 +65,7 @@ static void cge_rmdir_probe(void *data, struct cgroup *cgrp, const char *path)
 
 	if (cgrp->root != &cgrp_dfl_root || !parent)	/* v2 ids only */
 		return;
+	cge_cgstate_gone(cgroup_id(cgrp));
 	raw_spin_lock(&cge_gone_lock);
 	g = &cge_gone_ring[cge_gone_seq & CGE_GONE_MASK];
 	g->cgid = cgroup_id(cgrp);
@@ -96,36 +100,10 @@ u64 cge_gone_parent(u64 cgid)
 	return parent;
 }
 
-/**
- * cge_gone_since() - the cgroups removed since a point, oldest first
- * @seq: the number of removals the caller has seen; advanced past those
- *	copied (or past all, when some were lost)
- * @ids: receives their ids
- * @max: room in @ids
- *
- * The reaper's list of records to look at (cgstate.c).
- *
- * Return: how many ids were copied, or -ENOENT if removals since @seq are
- * not all known: overwritten, or not recorded (no tracepoint).
- */
-int cge_gone_since(u64 *seq, u64 *ids, unsigned int max)
+/* Whether removals are seen as they happen (the tracepoint is attached). */
+bool cge_gone_tracked(void)
 {
-	unsigned int i, n;
-	int ret;
-
-	raw_spin_lock(&cge_gone_lock);
-	if (!cge_rmdir_tp || cge_gone_seq - *seq > CGE_GONE_NR) {
-		*seq = cge_gone_seq;
-		ret = -ENOENT;
-	} else {
-		n = min_t(u64, cge_gone_seq - *seq, max);
-		for (i = 0; i < n; i++)
-			ids[i] = cge_gone_ring[(*seq + i) & CGE_GONE_MASK].cgid;
-		*seq += n;
-		ret = n;
-	}
-	raw_spin_unlock(&cge_gone_lock);
-	return ret;
+	return !!cge_rmdir_tp;
 }
 
 static void cge_find_rmdir_tp(struct tracepoint *tp, void *priv)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * gone.h - the parents of recently removed cgroups.
+ * gone.h - removed cgroups: their records to the reaper, their parents kept.
  */
 #ifndef CGE_GONE_H
 #define CGE_GONE_H
@@ -10,6 +10,6 @@
 void cge_gone_init(void);
 void cge_gone_exit(void);
 u64 cge_gone_parent(u64 cgid);
-int cge_gone_since(u64 *seq, u64 *ids, unsigned int max);
+bool cge_gone_tracked(void);
 
 #endif /* CGE_GONE_H */

@@ -34,13 +34,14 @@ static int __init cge_init(void)
 	ret = cge_probe_alloc();
 	if (ret)
 		goto err_emu;
-	cge_gone_init();
 	ret = cge_cgstate_init(cge_topo_max_pkgs());
 	if (ret)
-		goto err_gone;
+		goto err_probe_free;
+	/* after the records it looks up, before the sampler that reaps them */
+	cge_gone_init();
 	ret = cge_sampler_init();
 	if (ret)
-		goto err_cgstate;
+		goto err_gone;
 	ret = cge_probe_init();
 	if (ret)
 		goto err_sampler;
@@ -54,10 +55,10 @@ err_probe:
 	cge_probe_exit();
 err_sampler:
 	cge_sampler_exit();
-err_cgstate:
-	cge_cgstate_exit();
 err_gone:
 	cge_gone_exit();
+	cge_cgstate_exit();
+err_probe_free:
 	cge_probe_free();
 err_emu:
 	cge_emu_exit();
@@ -70,8 +71,8 @@ static void __exit cge_exit(void)
 	cge_probe_exit();
 	cge_sampler_exit();
 	cge_snap_exit();
-	cge_cgstate_exit();
 	cge_gone_exit();
+	cge_cgstate_exit();
 	cge_probe_free();
 	cge_emu_exit();
 	pr_info("unloaded\n");
