@@ -168,18 +168,50 @@ static struct cge_rec *cge_rec_create(struct cgroup *cgrp)
 
 /* Ancestors walked up from a removed cgroup before giving it to the root. */
 #define CGE_MAX_HOPS	64
+/*
+ * Ancestors the probe looks up, runqueue lock held, for a cgroup without a
+ * record: the sampler records a charged cgroup's whole chain, so only
+ * chains made since the last sample are walked at all.
+ */
+#define CGE_NEAREST_HOPS	16
+
+/**
+ * cge_rec_nearest() - the nearest ancestor of @cg that has a record
+ * @cg: a cgroup, under RCU
+ *
+ * From the probe (IRQs off), when it makes a slot: RCU lookups only, at
+ * most CGE_NEAREST_HOPS of them.
+ *
+ * Return: its id (the root's has one), or 0 if none is that near.
+ */
+u64 cge_rec_nearest(struct cgroup *cg)
+{
+	unsigned int hops;
+
+	for (hops = 0; hops < CGE_NEAREST_HOPS; hops++) {
+		cg = cgroup_parent(cg);
+		if (!cg)
+			break;
+		if (cge_rec_find(cgroup_id(cg)))
+			return cgroup_id(cg);
+	}
+	return 0;
+}
 
 /**
  * cge_rec_get() - the record to charge for @cgid, created if needed
  * @cgid: cgroup id as recorded by the probe
  * @parent_cgid: its parent's id, or 0 if unknown
+ * @anc_cgid: its nearest ancestor with a record when the probe first
+ *	charged it (cge_rec_nearest()), or 0 if unknown
  *
  * A cgroup removed before we saw it is charged to its nearest ancestor that
  * has a record or still exists: the parent the probe recorded, then the
- * parents that cge_gone_parent() remembers for removed ones; the root if
- * none is found. Called with cge_lock held; may sleep.
+ * parents that cge_gone_parent() remembers for removed ones; where those
+ * run out (the removals of others can overwrite them), @anc_cgid; the root
+ * if none is found. Called with cge_lock held; may sleep.
  */
-struct cge_rec *cge_rec_get(u64 cgid, u64 parent_cgid)
+struct cge_rec *cge_rec_get(u64 cgid, u64 parent_cgid, u64 anc_cgid)
 {
 	struct cge_rec *rec, *parent;
 	struct cgroup *cgrp;
@@ -198,6 +230,10 @@ struct cge_rec *cge_rec_get(u64 cgid, u64 parent_cgid)
 			return cge_rec_create(cgrp);
 		cgid = parent_cgid ?: cge_gone_parent(cgid);
 		parent_cgid = 0;
+		if (!cgid) {
+			cgid = anc_cgid;
+			anc_cgid = 0;
+		}
 	}
 	return cge_root;
 }

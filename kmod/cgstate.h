@@ -164,8 +164,9 @@ extern struct cge_root_stat cge_root_stat;
 int cge_cgstate_init(unsigned int pkgs);
 void cge_cgstate_exit(void);
 
-struct cge_rec *cge_rec_get(u64 cgid, u64 parent_cgid);
+struct cge_rec *cge_rec_get(u64 cgid, u64 parent_cgid, u64 anc_cgid);
 struct cge_rec *cge_rec_find(u64 cgid);
+u64 cge_rec_nearest(struct cgroup *cg);
 void cge_rec_add(struct cge_rec *rec, const struct cge_delta *d,
 		 struct cge_power_step *step);
 void cge_rec_add_own(struct cge_rec *rec, const struct cge_delta *d,

@@ -3,9 +3,10 @@
  * probe.c - sched_switch tracepoint glue and per-CPU charging.
  *
  * The probe runs inside __schedule() with the runqueue lock held and IRQs
- * off. It touches only this CPU's cge_cpu, under this CPU's raw spinlock,
+ * off. It writes only this CPU's cge_cpu, under this CPU's raw spinlock,
  * reads no clock, never allocates, never reads an MSR and records cgroup
- * ids, not references. The sampler drains each CPU from the sampler's CPU,
+ * ids, not references; only when it makes a slot or overflows does it look
+ * records up, under RCU. The sampler drains each CPU from the sampler's CPU,
  * under that lock, without interrupting it (cge_cpu_drain()).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
@@ -183,6 +184,29 @@ static void cge_want(struct cge_cpu *c, struct task_struct *p, u64 cgid,
 }
 
 /*
+ * For a new slot: if @cgid, @p's cgroup, has no record yet, the nearest
+ * ancestor that has one (0 if it has one, or @p has moved on). Should
+ * @cgid and its parent be removed before the drain, the sampler walks up
+ * through the parents of removed cgroups that gone.c remembers; that ring
+ * is shared by all, and another tenant's removals can overwrite it. The
+ * charge then goes to this ancestor, looked up before any of them, rather
+ * than to the root. One lookup for a cgroup with a record; for a new one,
+ * a walk up to the first ancestor with one (cge_rec_nearest()).
+ */
+static u64 cge_slot_anc(struct task_struct *p, u64 cgid)
+{
+	struct cgroup *cg;
+	u64 anc = 0;
+
+	rcu_read_lock();
+	cg = task_dfl_cgroup(p);
+	if (cgroup_id(cg) == cgid && !cge_rec_find(cgid))
+		anc = cge_rec_nearest(cg);
+	rcu_read_unlock();
+	return anc;
+}
+
+/*
  * Charge @ns, of which @bg_ns background, and @wakeups to @cgid, child of
  * @parent, in @c, the state of @cpu, when the slot charged last is not
  * @cgid's or the cache is empty (cge_charge()).
@@ -214,6 +238,7 @@ static noinline void cge_charge_slot(struct cge_cpu *c, unsigned int cpu,
 	sl = &s->slot[s->nr++];
 	sl->cgid = cgid;
 	sl->parent_cgid = parent;
+	sl->anc_cgid = cge_slot_anc(p, cgid);
 	sl->ns = 0;
 	sl->bg_ns = 0;
 	sl->wakeups = 0;

@@ -19,6 +19,11 @@
 struct cge_slot {
 	u64 cgid;		/* cgroup id, never a reference */
 	u64 parent_cgid;	/* its parent's id, 0 for the root */
+	/*
+	 * its nearest ancestor with a record when the slot was made, if it
+	 * had none itself; else 0 (cge_slot_anc())
+	 */
+	u64 anc_cgid;
 	u64 ns;			/* CPU time charged this interval */
 	u64 bg_ns;		/* the part at background QoS */
 	u32 wakeups;		/* idle -> task switches this interval */

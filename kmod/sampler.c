@@ -338,13 +338,15 @@ static void cge_fold(struct cge_cpu_sample *cs, unsigned int nr,
 	for (c = 0; c < nr; c++) {
 		*idle_ns += cs[c].idle_ns;
 		if (cs[c].over_ns) {
-			rec = cge_rec_get(cs[c].over_cgid, cs[c].over_parent);
+			rec = cge_rec_get(cs[c].over_cgid, cs[c].over_parent,
+					  0);
 			rec->debt_ns += cs[c].over_ns;
 			cge_sampler_health.overcharge_ns += cs[c].over_ns;
 		}
 		for (i = 0; i < cs[c].nr; i++, k++) {
 			sl = &cs[c].slot[i];
-			rec = cge_rec_get(sl->cgid, sl->parent_cgid);
+			rec = cge_rec_get(sl->cgid, sl->parent_cgid,
+					  sl->anc_cgid);
 			a.ns = sl->ns;
 			a.bg_ns = sl->bg_ns;
 			a.wakeups = sl->wakeups;
@@ -355,7 +357,8 @@ static void cge_fold(struct cge_cpu_sample *cs, unsigned int nr,
 		}
 		/* Records for cgroups that overflowed, so next time they fit. */
 		for (i = 0; i < cs[c].nr_want; i++)
-			cge_rec_get(cs[c].want[i].cgid, cs[c].want[i].parent_cgid);
+			cge_rec_get(cs[c].want[i].cgid, cs[c].want[i].parent_cgid,
+				    0);
 	}
 	if (!per_core)
 		return;
