@@ -231,6 +231,20 @@ def test_removed_tree_charged_to_nearest_live_ancestor(res):
     assert r['root_ok']
 
 
+def test_removed_tree_charged_past_a_flood_of_removals(res):
+    r = ok(res, 's_removed_flood')
+    # premises: one drain for all, after more removals than the ring holds
+    # (2,048), which the rmdir probe saw; rmf had a record before
+    assert r['samples_between'] == 0, r
+    assert r['flooded'] == 2200, r
+    assert r['rmdir_probe'] and r['rmf_recorded'], r
+    assert r['kernel'] >= 300000, r            # 0.3 s of CPU time
+    # the bound of test_removed_tree_charged_to_nearest_live_ancestor
+    assert -1000 <= r['charged'] - r['kernel'] <= \
+        drain_checks.above_cpu_stat_max(r) + 1, r
+    assert r['root_ok']
+
+
 def test_overflow_loses_nothing(res):
     r = ok(res, 's_overflow')
     assert r['overflows'] > 0                 # 100 cgroups > 32 slots

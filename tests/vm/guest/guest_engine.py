@@ -177,37 +177,76 @@ def s_removed_child(ctx):
             'records_before': recs, 'records_after': end['records']}
 
 
-def s_removed_tree(ctx):
-    """A cgroup removed with its parent and grandparent before the sampler
-    drained its charge (a container scope, its pod and the pod's slice go
-    together) is charged to the nearest cgroup that still exists, rmt, not
-    to the root. At a 3 s interval the run and the removals fit between two
-    samples; an attempt where a sample came between them (a starved vCPU)
-    tests nothing and is made again, six times at most. The run is 0.3 s
-    of CPU time, however long a starved vCPU takes to get it."""
+def _removed_tree(top, interval_ms, then=dict):
+    """0.3 s of CPU time in top/slice/pod/ctr (0.3 s however long a starved
+    vCPU takes to get it), the three removed, then @then(), all between two
+    samples at @interval_ms (window_s: their time): an attempt where a
+    sample came between them (a starved vCPU) tests nothing and is made
+    again, six times at most. What @top was charged meanwhile, against the
+    container's cpu.stat, with @then()'s result."""
     old = get_param('interval_ms')
-    set_param('interval_ms', 3000)
+    set_param('interval_ms', interval_ms)
     since = info()
     try:
         for attempt in range(1, 7):
-            mkcg('rmt/slice/pod/ctr')
-            settle(1)
+            mkcg(f'{top}/slice/pod/ctr')
+            settle(1)                       # just after a sample
             s0 = info()['samples']
-            before = stat('rmt')['usage_usec'] if (EN / 'rmt').is_dir() else 0
-            W.run('rmt/slice/pod/ctr', 'cpu', 0.3)
-            kernel = cpu_usage('rmt/slice/pod/ctr')
-            for rel in ('rmt/slice/pod/ctr', 'rmt/slice/pod', 'rmt/slice'):
-                os.rmdir(CG / rel)
+            t0 = time.monotonic()
+            before = stat(top)['usage_usec'] if (EN / top).is_dir() else 0
+            W.run(f'{top}/slice/pod/ctr', 'cpu', 0.3)
+            kernel = cpu_usage(f'{top}/slice/pod/ctr')
+            for rel in ('slice/pod/ctr', 'slice/pod', 'slice'):
+                os.rmdir(CG / top / rel)
+            extra = then()
             between = info()['samples'] - s0
+            window = time.monotonic() - t0
             settle(2)           # the second began after the removals
             if not between:
                 break
     finally:
         set_param('interval_ms', old)
-    return {'kernel': kernel, 'charged': stat('rmt')['usage_usec'] - before,
-            'samples_between': between, 'attempts': attempt,
-            'owed_usec': owed_usec(since),
-            'root_ok': root_terms_add_up(read_root())}
+    return {'kernel': kernel, 'charged': stat(top)['usage_usec'] - before,
+            'samples_between': between, 'window_s': round(window, 2),
+            'attempts': attempt, 'owed_usec': owed_usec(since),
+            'root_ok': root_terms_add_up(read_root()), **extra}
+
+
+def s_removed_tree(ctx):
+    """A cgroup removed with its parent and grandparent before the sampler
+    drained its charge (a container scope, its pod and the pod's slice go
+    together) is charged to the nearest cgroup that still exists, rmt, not
+    to the root. At a 3 s interval the run and the removals fit between two
+    samples."""
+    return _removed_tree('rmt', 3000)
+
+
+# More removals than gone.c's ring of removed cgroups' parents holds (2,048)
+FLOOD_RMDIRS = 2200
+
+
+def _rmdir_flood():
+    for n in range(FLOOD_RMDIRS):
+        os.mkdir(CG / 'flood/x')
+        os.rmdir(CG / 'flood/x')
+    return {'flooded': n + 1}
+
+
+def s_removed_flood(ctx):
+    """s_removed_tree, then another tenant removes FLOOD_RMDIRS empty
+    cgroups before the sample: the ring of removed cgroups' parents no
+    longer has the container's, the pod's or the slice's. The charge still
+    goes to rmf, the nearest ancestor that had a record when the container
+    first ran (the probe looked it up then), not to the root. At a 10 s
+    interval the run, the removals and the flood fit between two
+    samples."""
+    mkcg('rmf/base', 'flood')
+    W.run('rmf/base', 'cpu', 0.05)
+    settle()
+    recorded = stat('rmf')['usage_usec'] > 0     # it ran: it has a record
+    return {**_removed_tree('rmf', 10000, _rmdir_flood),
+            'rmf_recorded': recorded,
+            'rmdir_probe': 'cannot attach to cgroup_rmdir' not in dmesg()}
 
 
 def s_overflow(ctx):
@@ -1073,7 +1112,8 @@ if __name__ == '__main__':
     ctx = {'churn': int(os.environ.get('CGE_CHURN', 10000)), 'repo': REPO,
            'cgwork': CGWORK}
     scenarios([s_drain_base, s_load_params, s_load, s_equal_pinned, s_twice,
-               s_parent_sum, s_removed_child, s_removed_tree, s_overflow,
+               s_parent_sum, s_removed_child, s_removed_tree, s_removed_flood,
+               s_overflow,
                s_request_share, s_permissions,
                s_namespace, s_view, s_readdir, s_tree, s_thread_move,
                s_bad_input, s_churn, s_hotplug, s_hotplug_window, s_suspend, s_suspend_ns,
