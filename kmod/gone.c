@@ -14,7 +14,8 @@
  * overcharge, a kernel thread's wakeup) can name it after its record is
  * gone. The tracepoint fires after the cgroup's directory is removed: a
  * sample that walks up through a cgroup in between finds it neither live
- * nor here, and charges the root.
+ * nor here, and charges the ancestor the slot names (cge_slot_anc()), or
+ * the root.
  *
  * With a probe attached, every rmdir on the machine also formats the
  * cgroup's path for the tracepoint (cgroup_path() under a global lock).
@@ -35,8 +36,10 @@
  * Removals remembered, shared by all: a pair is needed from the cgroup's
  * removal until the next sample, which at the longest interval (10 s) covers
  * 200 removals a second. Faster removals, one tenant's included, overwrite
- * pairs early: such a cgroup's last charge goes to the root unless the
- * parent the probe recorded still exists.
+ * pairs early: such a cgroup's charge then goes to the nearest ancestor
+ * that had a record when the probe made its slot (probe.c, cge_slot_anc());
+ * to the root if it had none that near, for a drain's overcharge (over_ns)
+ * and for a task that had moved on when its slot was made.
  */
 #define CGE_GONE_NR	2048	/* a power of two: the slot is seq's low bits */
 #define CGE_GONE_MASK	(CGE_GONE_NR - 1)
@@ -112,13 +115,13 @@ static void cge_find_rmdir_tp(struct tracepoint *tp, void *priv)
 		cge_rmdir_tp = tp;
 }
 
-/* Without the tracepoint, such a charge goes to the root. */
+/* Without the tracepoint, such a charge goes as when the ring lost it. */
 void cge_gone_init(void)
 {
 	for_each_kernel_tracepoint(cge_find_rmdir_tp, NULL);
 	if (!cge_rmdir_tp ||
 	    tracepoint_probe_register(cge_rmdir_tp, cge_rmdir_probe, NULL)) {
-		pr_warn("cannot attach to cgroup_rmdir: the charge of a cgroup removed with its parent goes to the root\n");
+		pr_warn("cannot attach to cgroup_rmdir: the charge of a cgroup removed with its parent goes to its nearest ancestor the module counted when it ran, or to the root\n");
 		cge_rmdir_tp = NULL;
 	}
 }
