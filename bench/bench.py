@@ -64,7 +64,7 @@ FLAVOUR = '6.1'
 RT_FLAVOUR = '6.1-rt'
 PY = '/usr/bin/python3'
 SECTIONS = ('tools', 'throughput', 'selftime', 'ebpfcost', 'sampler',
-            'poller', 'migrate', 'insns', 'cyclictest')
+            'records', 'poller', 'migrate', 'insns', 'cyclictest')
 
 # Targets (the issue): B/A >= 0.97; <= 256 B per cgroup, <= 4 KiB per CPU;
 # <= 50 ns per switch on bare metal (a TCG figure is not comparable).
@@ -810,6 +810,7 @@ def markdown(d):
                  f'{r.get("cache_overflows", "n/a")} |')
     if raw.get('sampler', {}).get('error'):
         L.append(f'\nsampler: error: {raw["sampler"]["error"][:300]}')
+    L += records_md(raw.get('records', {}))
     L += poller_md(raw.get('poller', {}))
     L += cyclictest_md(raw.get('cyclictest', {}), d.get('rt_kver'))
     L += ['', '## Targets', '']
@@ -819,6 +820,47 @@ def markdown(d):
                  + (f' — {t["note"]}' if t.get('note') else ''))
     L += ['', f'Run time: {d["seconds"]} s.', '']
     return '\n'.join(L)
+
+
+def records_md(rc):
+    """The records section: records of cgroups that ran once and sleep, the
+    sample and the reaper's pass with them, and their removal all at once."""
+    if rc.get('error'):
+        return ['', f'records: error: {rc["error"][:300]}']
+    if not rc.get('counts'):
+        return []
+
+    def us(x):
+        if not x or x.get('median') is None:
+            return 'n/a'
+        return f'{x["median"]:.1f} / {x["max"]:.1f}'
+
+    L = ['', '## Records of cgroups that ran once', '',
+         'One process moves itself through every cgroup until each has a '
+         'record, then sleeps (interval 1 s). µs, median / max: the idle '
+         'sample (ftrace, as above), the reaper\'s pass during the removal '
+         'flood (removals a second in brackets), and its passes after every '
+         'one of the cgroups is removed at once, until their records are '
+         'freed (each pass under cge_lock).', '',
+         '| cgroups | records | B/record | made in | idle sample | '
+         'reap, flood | removal: passes | removal: pass | records left | '
+         'rmdir and freed in |', '|' + '---|' * 10]
+    for r in rc['counts']:
+        if r.get('error'):
+            L.append(f'| {r["cgroups"]} | error: {r["error"][:200]} |'
+                     + ' |' * 8)
+            continue
+        f, rm = r.get('flood') or {}, r.get('removal') or {}
+        bpr = (round(r['record_bytes'] / r['records']) if r.get('records')
+               else None)
+        fl = (f'error: {f["error"][:100]}' if f.get('error') else
+              f'{us(f.get("reap"))} ({fmt(f.get("removed_per_s"))}/s)')
+        L.append(f'| {fmt(r["cgroups"])} | {fmt(r["records"])} | {fmt(bpr)} '
+                 f'| {r["ramp_s"]} s | {us(r["idle"]["total"])} | {fl} | '
+                 f'{len(rm.get("passes", []))} | {us(rm.get("reap"))} | '
+                 f'{rm.get("records_left", "n/a")} | '
+                 f'{rm.get("seconds", "n/a")} s |')
+    return L
 
 
 def poller_md(po):
@@ -951,6 +993,11 @@ def main(argv=None):
     ap.add_argument('--only', default=','.join(SECTIONS),
                     help='sections to run (default: all): ' + ','.join(SECTIONS))
     ap.add_argument('--no-rt', action='store_true', help='skip cyclictest')
+    ap.add_argument('--record-counts', default='100000',
+                    help='records section: cgroups, comma-separated')
+    ap.add_argument('--records-mem', default='4G',
+                    help='guest memory of the records section\'s own boot '
+                    '(100,000 cgroups do not fit in 2G)')
     ap.add_argument('--counts', default='10,1000,10000',
                     help='cgroup counts for the sampler and memory figures')
     ap.add_argument('--out', type=Path, help='results directory (default '
@@ -1062,6 +1109,8 @@ def main(argv=None):
     if 'sampler' in only:
         cmds['sampler'] = guest('sampler', ko=selfko, cgload=cgload,
                                 counts=a.counts)
+    if 'records' in only and a.local:
+        cmds['records'] = guest('records', ko=selfko, counts=a.record_counts)
     if 'poller' in only:
         procpoll = build_helper('procpoll')
         procload = build_helper('procload')
@@ -1080,6 +1129,13 @@ def main(argv=None):
     elif cmds:
         log(f'booting {FLAVOUR}: {", ".join(cmds)}')
         raw.update(boot(FLAVOUR, cmds, a.timeout, mem=a.mem))
+    if 'records' in only and not a.local:
+        log(f'booting {FLAVOUR} with {a.records_mem}: records')
+        rec = boot(FLAVOUR, {'records': guest('records', ko=selfko,
+                                              counts=a.record_counts)},
+                   a.timeout, mem=a.records_mem)
+        raw['records'] = rec.get('records', {'error': rec['_vm']['error']})
+        raw['_vm_records'] = rec['_vm']
     if 'insns' in only and not a.local:
         log(f'booting {FLAVOUR} under QEMU\'s insncount plugin: insns')
         raw['insns'] = run_insns(ko)

@@ -1018,6 +1018,118 @@ def reap_flood(seconds):
     return r
 
 
+# ------------------------------------------------------------------ records
+
+# A process that moves itself through every cgroup below a base, again and
+# again, running a little in each: each it visits is charged, so the
+# sampler makes it a record (at most 32 + 16 new ones per CPU and
+# interval). One line on stdin per pass; prints "done <ns>" after it.
+HOPPER = r"""
+import os, sys, time
+base, n = sys.argv[1], int(sys.argv[2])
+pid = str(os.getpid()).encode()
+for line in sys.stdin:
+    t0 = time.monotonic_ns()
+    for i in range(n):
+        fd = os.open(f'{base}/d{i:06d}/cgroup.procs', os.O_WRONLY)
+        os.write(fd, pid)
+        os.close(fd)
+    fd = os.open(f'{base}/cgroup.procs', os.O_WRONLY)
+    os.write(fd, pid)
+    os.close(fd)
+    print('done', time.monotonic_ns() - t0, flush=True)
+"""
+
+
+def records_count(a, n, base_records):
+    """The sampler and the reaper with n records of cgroups that ran once
+    and now sleep: made by one process that moves itself through them, not
+    one thread each (cgload), so that 100,000 fit in the guest."""
+    base = CG / f'rec{n}'
+    t0 = time.monotonic()
+    base.mkdir()
+    for i in range(n):
+        (base / f'd{i:06d}').mkdir()
+    row = {'cgroups': n, 'mkdir_s': round(time.monotonic() - t0, 1)}
+    set_interval(10)
+    hop = subprocess.Popen(['taskset', '-c', str(BENCH_CPU), sys.executable,
+                            '-c', HOPPER, str(base), str(n)],
+                           stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                           text=True)
+    passes, t0 = [], time.monotonic()
+    try:
+        while (info()['records'] < base_records + 1 + n
+               and time.monotonic() - t0 < a.ramp_s):
+            hop.stdin.write('pass\n')
+            hop.stdin.flush()
+            line = hop.stdout.readline().split()
+            if not line or line[0] != 'done':
+                raise RuntimeError(f'hopper: {line}')
+            passes.append(round(int(line[1]) / 1e9, 1))
+    finally:
+        hop.stdin.close()
+        hop.wait(60)
+    i = info()
+    row.update({'ramp_s': round(time.monotonic() - t0, 1),
+                'hop_passes_s': passes, 'records': i['records'],
+                'record_bytes': i['record_bytes'], 'slab': slab_info()})
+    log(f'records: {n}: {row}')
+    # idle: the records exist, their cgroups run nothing
+    set_interval(1000)
+    wait_samples(2, timeout=30)
+    Ftrace.take()
+    row['idle'] = measure(None, a.intervals, active=False)
+    try:
+        row['flood'] = reap_flood(a.flood_s)
+    except Exception as e:      # noqa: BLE001 - keep the count's figures
+        row['flood'] = {'error': str(e)}
+    # every record's cgroup removed at once: the reaper's passes until the
+    # records are freed, each with the records it took (energy.info)
+    set_interval(500)
+    wait_samples(2, timeout=30)
+    Ftrace.take()
+    t0 = time.monotonic()
+    for d in range(n):
+        (base / f'd{d:06d}').rmdir()
+    base.rmdir()
+    row['rmdir_s'] = round(time.monotonic() - t0, 1)
+    reaps = []
+    while (info()['records'] > base_records
+           and time.monotonic() - t0 < a.ramp_s):
+        time.sleep(0.5)
+        reaps += [x['reap'] for x in Ftrace.take() if x['reaped']]
+    reaps += [x['reap'] for x in Ftrace.take() if x['reaped']]
+    row['removal'] = {'passes': [round(x, 1) for x in reaps],
+                      'reap': spread(reaps),
+                      'records_left': info()['records'] - base_records,
+                      'seconds': round(time.monotonic() - t0, 1)}
+    log(f'records: {n}: idle {row["idle"]["total"]}, flood '
+        f'{row["flood"].get("reap")}, removal {row["removal"]["reap"]}')
+    return row
+
+
+def cmd_records(a):
+    pin_self()
+    insmod(a.ko)
+    mount_fs()
+    Ftrace.start()
+    out = {'counts': []}
+    try:
+        set_interval(100)
+        wait_samples(3)
+        base_records = info()['records']
+        for n in a.counts:
+            try:
+                out['counts'].append(records_count(a, n, base_records))
+            except Exception as e:      # noqa: BLE001 - the others go on
+                out['counts'].append({'cgroups': n, 'error': str(e)})
+                log(f'records: {n}: {e}')
+    finally:
+        Ftrace.stop()
+        rmmod()
+    result(out)
+
+
 # ------------------------------------------------------------------ migrate
 
 # T (diagnostic): no module, the cgroup_attach_task event enabled in tracefs.
@@ -1504,6 +1616,14 @@ def main(argv=None):
     p.add_argument('--intervals', type=int, default=8)
     p.add_argument('--flood-s', type=float, default=8,
                    help='seconds of the removal flood at each count')
+    p = sub.add_parser('records')
+    p.add_argument('--ko', required=True)
+    p.add_argument('--counts', type=lambda s: [int(x) for x in s.split(',')],
+                   default=[100000])
+    p.add_argument('--intervals', type=int, default=8)
+    p.add_argument('--flood-s', type=float, default=8)
+    p.add_argument('--ramp-s', type=float, default=600,
+                   help='longest wait for the records, and for them to go')
     p = sub.add_parser('migrate')
     p.add_argument('--ko', required=True)
     p.add_argument('--cghop', required=True)
@@ -1555,6 +1675,7 @@ def main(argv=None):
         ap.error('--polls: at least 2 (the first is reported apart)')
     {'throughput': cmd_throughput, 'selftime': cmd_selftime,
      'ebpfcost': cmd_ebpfcost, 'sampler': cmd_sampler,
+     'records': cmd_records,
      'migrate': cmd_migrate, 'cyclictest': cmd_cyclictest,
      'poller': cmd_poller, 'insns': cmd_insns,
      'tools': cmd_tools}[a.cmd](a)
