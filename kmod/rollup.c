@@ -3,12 +3,13 @@
  * rollup.c - add a sample's charges to the records and their ancestors,
  * each ancestor once.
  *
- * A charged record's own part is added at once; what it adds to its
- * hierarchical totals and its ancestors' waits in a slot. Every record
- * with a slot has its ancestors in slots before it, so one pass from the
- * last slot to the first adds each slot to its record and then to its
- * parent's slot, a child's before its parent's. With N charged cgroups
- * under one parent, the parent is visited once, not N times.
+ * A charged record's own part and its hierarchical totals are added at
+ * once; what it adds to its ancestors' waits in its parent's slot. Every
+ * record with a slot has its ancestors in slots before it, so one pass
+ * from the last slot to the first adds each slot to its record and then
+ * to its parent's slot, a child's before its parent's. With N charged
+ * cgroups under one parent, the parent is visited once, not N times, and
+ * a charged cgroup without charged children gets no slot of its own.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -105,6 +106,10 @@ void cge_rollup_add(struct cge_rec *rec, const struct cge_delta *d,
 
 	lockdep_assert_held(&cge_lock);
 	cge_rec_add_own(rec, d, step, &up);
+	cge_rec_add_up(rec, &up, step);
+	rec = rec->parent;
+	if (!rec)
+		return;
 	slot = cge_roll_slot(rec);
 	if (slot) {
 		cge_up_add(slot, &up);
