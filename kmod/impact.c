@@ -190,12 +190,13 @@ u64 cge_impact_ns(const struct cge_impact_coefs *k, u64 fg_ns, u64 bg_ns,
 		return U64_MAX;
 	/*
 	 * The remainders are < CGE_COEF_ONE, so the low 64 bits of
-	 * a * b - q * CGE_COEF_ONE (wrapping arithmetic) are exact.
+	 * a * b - q * CGE_COEF_ONE (wrapping arithmetic) are exact, and
+	 * together they make at most one more unit: no division.
 	 */
 	rf = k->kcpu_time * fg_ns - qf * CGE_COEF_ONE;
 	rb = k->kqos_background * bg_ns - qb * CGE_COEF_ONE;
 	if (check_add_overflow(qf, qb, &sum) ||
-	    check_add_overflow(sum, div64_u64(rf + rb, CGE_COEF_ONE), &sum) ||
+	    check_add_overflow(sum, (u64)(rf + rb >= CGE_COEF_ONE), &sum) ||
 	    check_mul_overflow(k->kcpu_wakeups, wakeups, &w) ||
 	    check_add_overflow(sum, w, &sum))
 		return U64_MAX;

@@ -92,6 +92,11 @@ u64 cge_mul_div_u64(u64 a, u64 b, u64 c)
 		return U64_MAX;
 	if (!a || !b)
 		return 0;
+	/* a factor equal to the divisor, as a coefficient of 1.0: no division */
+	if (b == c)
+		return a;
+	if (a == c)
+		return b;
 	lo = cge_mul_u64_u64(a, b, &hi);
 	if (!hi)
 		return div64_u64(lo, c);

@@ -52,6 +52,14 @@ static void cge_t_mul_div(struct kunit *test)
 			U64_MAX - 1);
 	/* quotient does not fit: saturate */
 	KUNIT_EXPECT_EQ(test, cge_mul_div_u64(U64_MAX, 4, 2), U64_MAX);
+	/* a factor equal to the divisor gives the other factor */
+	KUNIT_EXPECT_EQ(test, cge_mul_div_u64(U64_MAX, 7, 7), U64_MAX);
+	KUNIT_EXPECT_EQ(test, cge_mul_div_u64(7, U64_MAX - 3, 7),
+			U64_MAX - 3);
+	KUNIT_EXPECT_EQ(test, cge_mul_div_u64(12345, 1000000000, 1000000000),
+			12345ULL);
+	/* and the zero divisor still wins */
+	KUNIT_EXPECT_EQ(test, cge_mul_div_u64(0, 0, 0), U64_MAX);
 }
 
 static void cge_t_basic(struct kunit *test)
