@@ -158,13 +158,13 @@ static void cge_free_scratch(void)
 }
 
 /*
- * Add the charge @a to @rec's charges in this pass, appending @rec to the
+ * Add @charge to @rec's charges in this pass, appending @rec to the
  * @n charged records if it is not one yet, less what @rec owes (debt_ns;
  * what it pays counts as idle: cge_repaid_ns).
  * Without scratch room for it (one failed attempt per pass), the charge
  * goes to @rec's totals at once: its time, wakeups and per-core energy are
  * kept, and its time counts as idle in the package's energy split
- * (cge_lost_ns). @a must not point into cge_accs, which a grow moves.
+ * (cge_lost_ns). @charge must not point into cge_accs, which a grow moves.
  */
 static void cge_charge(struct cge_rec *rec, unsigned int *n,
 		       const struct cge_acc *charge)
@@ -198,8 +198,9 @@ static void cge_charge(struct cge_rec *rec, unsigned int *n,
 			return;
 		}
 		cge_recs[*n] = rec;
-		memset(&cge_accs[*n], 0, sizeof(cge_accs[*n]));
+		cge_accs[*n] = *a;
 		rec->acc_idx = ++*n;
+		return;
 	}
 	to = &cge_accs[rec->acc_idx - 1];
 	to->ns += a->ns;
