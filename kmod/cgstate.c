@@ -202,8 +202,8 @@ u64 cge_rec_nearest(struct cgroup *cg)
  * cge_rec_get() - the record to charge for @cgid, created if needed
  * @cgid: cgroup id as recorded by the probe
  * @parent_cgid: its parent's id, or 0 if unknown
- * @anc_cgid: its nearest ancestor with a record when the probe first
- *	charged it (cge_rec_nearest()), or 0 if unknown
+ * @anc_cgid: its nearest ancestor with a record when the probe made its
+ *	slot (cge_rec_nearest()), or 0 if unknown
  *
  * A cgroup removed before we saw it is charged to its nearest ancestor that
  * has a record or still exists: the parent the probe recorded, then the
