@@ -458,10 +458,11 @@ def summarize(raw, static):
         s['slab_bytes_per_cgroup'] = None
     s['bytes_per_cpu'] = static['structs'].get('cge_cpu')
     # the sampler's scratch arrays, per record charged in an interval:
-    # record pointer, weight, share (8 B each), struct cge_delta, cge_acc,
-    # and its slot in rollup.c (struct cge_roll; its ancestors have theirs)
+    # record pointer, weight, share (8 B each), struct cge_delta, cge_acc;
+    # an ancestor of charged records has a slot in rollup.c too (struct
+    # cge_roll), a charged record without charged children none
     st = static['structs']
-    need = ('cge_delta', 'cge_acc', 'cge_roll')
+    need = ('cge_delta', 'cge_acc')
     s['sampler_scratch_bytes_per_active_cgroup'] = (
         3 * 8 + sum(st[k] for k in need)) \
         if all(k in st for k in need) else None
@@ -770,7 +771,8 @@ def markdown(d):
           'over the records of removed cgroups. *reap, flood* is that '
           'pass while another process makes and removes empty cgroups as '
           'fast as it can (removals a second in brackets): none of them '
-          'has a record, so the pass must cost what it costs without. '
+          'has a record, so they must not make the pass grow: its cost '
+          'follows the removals of cgroups with records. '
           'Probe ns: the self-timed probe while those cgroups run.', '',
           '| cgroups | records | B/record | interval | idle: total | '
           'idle: work | active: total | active: work | drain | reap | '
