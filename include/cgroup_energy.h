@@ -47,10 +47,20 @@
 #define CGE_KEY_PSYS_UJ		"psys_uj"
 
 /*
+ * In every directory, after the power averages: the cgroup's part of the
+ * energy no task drew, shared by the unowned parameter's policy (0 with
+ * "none"): of idle, and of interrupts, softirqs and steal. Counters,
+ * hierarchical like the others; at the root, the parts shared of idle_uj
+ * and of irq_uj + softirq_uj + steal_uj.
+ */
+#define CGE_KEY_IDLE_SHARE_UJ	"idle_share_uj"
+#define CGE_KEY_SYS_SHARE_UJ	"sys_share_uj"
+
+/*
  * In every directory, after those: the same counters (usage_usec,
- * energy_uj, wakeups, impact_usec and the domains measured) with this
- * prefix, own_energy_uj and so on: the part of the cgroup's own tasks and
- * its removed descendants, without its children's. A parent's counter is
+ * energy_uj, wakeups, impact_usec and the domains measured) and the
+ * shares with this prefix, own_energy_uj and so on: the part of the
+ * cgroup's own tasks and its removed descendants, without its children's. A parent's counter is
  * its own_ counter plus its children's counters, exactly.
  */
 #define CGE_OWN_PREFIX		"own_"

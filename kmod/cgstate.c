@@ -72,6 +72,12 @@ static void cge_gp_passed(struct rcu_head *head)
 	smp_store_release(&cge_gp_in_flight, false);
 }
 
+/* The root's record, the top of the record tree. */
+struct cge_rec *cge_rec_root(void)
+{
+	return cge_root;
+}
+
 u64 cge_root_cgid(void)
 {
 	return cge_root->cgid;
@@ -524,6 +530,7 @@ void cge_cgstate_reap(void)
 {
 	struct cge_rec *rec, *tmp, *last;
 	unsigned long done;
+	int k;
 
 	lockdep_assert_held(&cge_lock);
 	/* pairs with cge_gp_passed(): the grace periods done are over */
@@ -540,6 +547,10 @@ void cge_cgstate_reap(void)
 		 * own; with its ns below a whole µs, so that none is lost.
 		 */
 		cge_counts_add(&rec->parent->own.c, &rec->st.c);
+		for (k = 0; k < CGE_UN_NR; k++)
+			rec->parent->own.share_uj[k] =
+				cge_sat_add(rec->parent->own.share_uj[k],
+					    rec->st.share_uj[k]);
 		cge_rec_add_time(rec->parent, rec->usage_rem_ns,
 				 rec->impact_rem_ns);
 		cge_rec_free(rec);

@@ -20,6 +20,7 @@
 #include "total.h"
 #include "systime.h"
 #include "power.h"
+#include "unowned.h"
 
 /* One interval's charge to a cgroup: the sampler's delta. */
 struct cge_delta {
@@ -46,6 +47,8 @@ struct cge_counts {
 struct cge_stat {
 	struct cge_counts c;
 	struct cge_power power;		/* of c.energy_uj */
+	/* its part of the energy no task drew (unowned.c), by kind */
+	u64 share_uj[CGE_UN_NR];
 };
 
 /*
@@ -135,6 +138,16 @@ struct cge_rec {
 	 * taken back from its next charges.
 	 */
 	u64 debt_ns;
+	/*
+	 * Sampler only (unowned.c): its cgroup's cpu.weight as last read, in
+	 * which of unowned.c's read generations (0: never), its weight among
+	 * its siblings in this sample's share (0: no task), its part of each
+	 * kind.
+	 */
+	u32 un_cpuw;
+	u32 un_gen;
+	u32 un_w;
+	u64 un_uj[CGE_UN_NR];
 	/* its own tasks' time below a whole µs (total.h) */
 	u32 usage_rem_ns;
 	u32 impact_rem_ns;
@@ -149,6 +162,12 @@ struct cge_rec {
 	/* charges from the overflow path, per package (topo.c) */
 	struct cge_ovf ovf[];
 };
+
+/* @rec's cgroup: the root's record holds none, its cgroup is static. */
+static inline struct cgroup *cge_rec_cgroup(const struct cge_rec *rec)
+{
+	return rec->cgrp ?: &cgrp_dfl_root.cgrp;
+}
 
 /* One record in a copy of them all (cge_cgstate_copy()). */
 struct cge_rec_copy {
@@ -166,6 +185,7 @@ void cge_cgstate_exit(void);
 
 struct cge_rec *cge_rec_get(u64 cgid, u64 parent_cgid, u64 anc_cgid);
 struct cge_rec *cge_rec_find(u64 cgid);
+struct cge_rec *cge_rec_root(void);
 u64 cge_rec_nearest(struct cgroup *cg);
 void cge_rec_add(struct cge_rec *rec, const struct cge_delta *d,
 		 struct cge_power_step *step);

@@ -267,4 +267,34 @@ static inline bool cge_clock_task(unsigned int cpu, u64 now, u64 *task_now)
 	return true;
 }
 
+/*
+ * Whether @cgrp has tasks of its own (not only its descendants'): a
+ * snapshot, read without css_set_lock. cgroup.h has the accessor on 7.x;
+ * before, the count is read from the cgroup, as the accessor did there.
+ */
+#if !CGE_HAVE_CGROUP_HAS_TASKS
+static inline bool cgroup_has_tasks(struct cgroup *cgrp)
+{
+	return READ_ONCE(cgrp->nr_populated_csets);
+}
+#endif
+
+/*
+ * @cgrp's css of the cpu controller, if the controller is enabled on it
+ * (its parent's subtree_control); NULL without, while it is being turned
+ * off (dying: its tasks are in the parent's group already), or on a kernel
+ * built without it. rcu_read_lock() held.
+ */
+static inline struct cgroup_subsys_state *cge_cpu_css(struct cgroup *cgrp)
+{
+#ifdef CONFIG_CGROUP_SCHED
+	struct cgroup_subsys_state *css;
+
+	css = rcu_dereference(cgrp->subsys[cpu_cgrp_id]);
+	if (css && !(READ_ONCE(css->flags) & CSS_DYING))
+		return css;
+#endif
+	return NULL;
+}
+
 #endif /* CGE_COMPAT_H */

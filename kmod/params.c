@@ -15,12 +15,14 @@
 #include "params.h"
 #include "model.h"
 #include "impact.h"
+#include "unowned.h"
 
 unsigned int cge_interval_ms = 100;
 unsigned int cge_model_idle_mw = 740;
 unsigned int cge_model_busy_mw = 3500;
 int cge_source_param = CGE_SOURCE_AUTO;
 int cge_split_param = CGE_SPLIT_IMPACT;
+int cge_unowned_param = CGE_UNOWNED_NONE;
 static struct cge_impact_coefs cge_coefs = CGE_IMPACT_DEFAULTS;
 
 /* Serialises writers that validate one parameter against another. */
@@ -43,6 +45,16 @@ static const char * const cge_split_names[] = {
 	[CGE_SPLIT_TIME] = "time",
 	[CGE_SPLIT_IMPACT] = "impact",
 };
+
+static const char * const cge_unowned_names[] = {
+	[CGE_UNOWNED_NONE] = "none",
+	[CGE_UNOWNED_WEIGHT] = "weight",
+};
+
+const char *cge_unowned_name(int policy)
+{
+	return cge_unowned_names[policy];
+}
 
 const char *cge_split_name(int kind)
 {
@@ -118,13 +130,21 @@ int cge_params_load(void)
 	return ret;
 }
 
+/* A value of @names; a refusal names them all ("expected a, b or c"). */
 static int cge_set_enum(const char *val, const struct kernel_param *kp,
 			const char * const *names, int n)
 {
-	int i = __sysfs_match_string(names, n, val);
+	int i = __sysfs_match_string(names, n, val), len;
+	char why[64];
 
-	if (i < 0)
-		return cge_refuse(kp, val, "unknown value");
+	if (i < 0) {
+		len = scnprintf(why, sizeof(why), "expected");
+		for (i = 0; i < n; i++)
+			len += scnprintf(why + len, sizeof(why) - len, "%s%s",
+					 !i ? " " : i == n - 1 ? " or " : ", ",
+					 names[i]);
+		return cge_refuse(kp, val, why);
+	}
 	WRITE_ONCE(*(int *)kp->arg, i);
 	return 0;
 }
@@ -155,6 +175,17 @@ static int cge_set_split(const char *val, const struct kernel_param *kp)
 static int cge_get_split(char *buf, const struct kernel_param *kp)
 {
 	return cge_get_enum(buf, kp, cge_split_names);
+}
+
+static int cge_set_unowned(const char *val, const struct kernel_param *kp)
+{
+	return cge_set_enum(val, kp, cge_unowned_names,
+			    ARRAY_SIZE(cge_unowned_names));
+}
+
+static int cge_get_unowned(char *buf, const struct kernel_param *kp)
+{
+	return cge_get_enum(buf, kp, cge_unowned_names);
 }
 
 static int cge_set_coef(const char *val, const struct kernel_param *kp)
@@ -220,6 +251,11 @@ static const struct kernel_param_ops cge_split_ops = {
 	.get = cge_get_split,
 };
 
+static const struct kernel_param_ops cge_unowned_ops = {
+	.set = cge_set_unowned,
+	.get = cge_get_unowned,
+};
+
 module_param_cb(interval_ms, &cge_interval_ops, &cge_interval_ms, 0644);
 /* 10 ms: one tick at HZ=100, the coarsest; see README, "Parameters". */
 MODULE_PARM_DESC(interval_ms, "Sampling interval in ms, 10-10000 (default 100)");
@@ -238,3 +274,5 @@ MODULE_PARM_DESC(kcpu_wakeups, "Energy impact of a wakeup, seconds (default 2e-4
 module_param_cb(kqos_background, &cge_coef_ops, &cge_coefs.kqos_background,
 		0644);
 MODULE_PARM_DESC(kqos_background, "Energy impact per CPU-second, background QoS (default 0.8)");
+module_param_cb(unowned, &cge_unowned_ops, &cge_unowned_param, 0644);
+MODULE_PARM_DESC(unowned, "Energy no task drew: none (at the root) or weight (shared by cpu.weight) (default none)");

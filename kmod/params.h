@@ -27,11 +27,13 @@ extern unsigned int cge_model_idle_mw;
 extern unsigned int cge_model_busy_mw;
 extern int cge_source_param;
 extern int cge_split_param;
+extern int cge_unowned_param;
 
 struct cge_impact_coefs;
 
 int cge_params_load(void);
 void cge_params_coefs(struct cge_impact_coefs *out);
 const char *cge_split_name(int kind);
+const char *cge_unowned_name(int policy);
 
 #endif /* CGE_PARAMS_H */

@@ -45,12 +45,14 @@ CGE_HAVE_HK_TYPE := $(call cge_probe,include/linux/sched/isolation.h,enum hk_typ
 CGE_HAVE_CPU_IS_ISOLATED := $(call cge_probe,include/linux/sched/isolation.h,bool cpu_is_isolated)
 # not in 5.10: TAINT_TEST (in linux/panic.h, which 5.10 does not have)
 CGE_HAVE_TAINT_TEST := $(call cge_probe,include/linux/panic.h,define TAINT_TEST)
+# 7.x: cgroup_has_tasks() in cgroup.h (the populated counts are the css's)
+CGE_HAVE_CGROUP_HAS_TASKS := $(call cge_probe,include/linux/cgroup.h,bool cgroup_has_tasks)
 
 CGE_PROBES := SIMPLE_INODE_INIT_TS KN_NAME_RCU D_REVALIDATE_DIR \
 	      SET_DEFAULT_D_OP INODE_JUST_DROP RDMSRQ SYSTEM_PERCPU_WQ \
 	      INODE_SET_CTIME_CURRENT MAX_DIES SCHED_SWITCH_PREV_STATE \
 	      CGROUP_GET_FROM_ID X86_FEATURE_RAPL TAINT_TEST TASK_IS_RUNNING \
-	      HK_TYPE CPU_IS_ISOLATED
+	      HK_TYPE CPU_IS_ISOLATED CGROUP_HAS_TASKS
 ccflags-y += $(foreach p,$(CGE_PROBES),-DCGE_HAVE_$(p)=$(CGE_HAVE_$(p)))
 # once per build: in the compile pass, not again when modpost reads this
 ifneq ($(findstring Makefile.build,$(MAKEFILE_LIST)),)

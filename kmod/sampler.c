@@ -29,6 +29,7 @@
 #include "impact.h"
 #include "systime.h"
 #include "topo.h"
+#include "unowned.h"
 
 /* Reap removed cgroups' records about once a second. */
 #define CGE_REAP_MS		1000
@@ -77,6 +78,8 @@ static unsigned int cge_cap;
 /* The platform's energy (PSYS) of this sample not yet shared out. */
 static u64 cge_psys_left_uj;
 static unsigned int cge_psys_left_cpus;
+/* This sample's energy no task drew, by kind (unowned.c). */
+static u64 cge_unowned_uj[CGE_UN_NR];
 /* This sample's interval, for the power averages (power.c). */
 static struct cge_power_step cge_step;
 
@@ -620,7 +623,9 @@ static noinline void cge_split_pkg(struct cge_pkg *pkg, unsigned int n,
 	rs->total_uj = cge_sat_add(rs->total_uj, e.headline_uj);
 	rs->idle_uj = cge_sat_add(rs->idle_uj, idle_uj);
 	cge_time_add(&rs->idle, idle_ns);
+	cge_unowned_uj[CGE_UN_IDLE] += idle_uj;
 	for (k = 0; k < CGE_SYS_NR; k++) {
+		cge_unowned_uj[CGE_UN_SYS] += sys_uj[k];
 		rs->sys_uj[k] = cge_sat_add(rs->sys_uj[k], sys_uj[k]);
 		cge_time_add(&rs->sys[k], sys->ns[k]);
 	}
@@ -644,6 +649,25 @@ static void cge_init_pkgs(unsigned int from)
 	}
 }
 
+/*
+ * The unowned policy this sample applies: the parameter as it is now, so
+ * that a write applies from the next sample on and never to earlier ones.
+ * A change is recorded in energy.info (the first policy is not a change).
+ */
+static int cge_unowned_policy(void)
+{
+	struct cge_sampler_health *h = &cge_sampler_health;
+	int policy = READ_ONCE(cge_unowned_param);
+
+	if (!h->unowned_since || policy != h->unowned_applied) {
+		if (h->unowned_since)
+			h->unowned_changes++;
+		h->unowned_applied = policy;
+		h->unowned_since = h->samples + 1;
+	}
+	return policy;
+}
+
 static void cge_sample_locked(void)
 {
 	u64 now = ktime_get_ns();
@@ -651,8 +675,10 @@ static void cge_sample_locked(void)
 	struct cge_systime sys;
 	unsigned int p, n;
 	u64 idle_ns;
+	int policy;
 
 	lockdep_assert_held(&cge_lock);
+	policy = cge_unowned_policy();
 	cge_params_coefs(&cge_k);
 	cge_power_step(&cge_step, cge_step.end_ns, now);
 	if (now >= cge_reap_due_ns) {
@@ -673,6 +699,10 @@ static void cge_sample_locked(void)
 	}
 	cge_cgstate_overflows_done(ovf);
 	cpus_read_unlock();
+	cge_unowned_share(policy, cge_unowned_uj, now,
+			  cge_sampler_health.unowned_since ==
+			  cge_sampler_health.samples + 1);
+	memset(cge_unowned_uj, 0, sizeof(cge_unowned_uj));
 	cge_sampler_health.samples++;
 	cge_sampler_health.last_sample_ns = ktime_get_ns();
 	cge_snap_sampled(cge_sampler_health.samples, cge_step.end_ns);

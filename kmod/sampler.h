@@ -25,6 +25,14 @@ struct cge_sampler_health {
 	 */
 	u64 overcharge_ns;
 	u64 overcharge_repaid_ns;
+	/*
+	 * The unowned policy the samples apply (read once per sample, so a
+	 * write applies from the next), the first sample that applied it,
+	 * and how many times it changed after the first.
+	 */
+	u64 unowned_since;
+	u64 unowned_changes;
+	int unowned_applied;
 };
 
 /* Under cge_lock. */

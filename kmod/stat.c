@@ -17,6 +17,7 @@
 #include "probe.h"
 #include "params.h"
 #include "impact.h"
+#include "unowned.h"
 
 static const char * const cge_dom_keys[CGE_DOM_NR] = {
 	[CGE_DOM_PKG] = CGE_KEY_PACKAGE_UJ,
@@ -44,9 +45,32 @@ const char * const cge_power_keys[CGE_POWER_NR] = {
 	CGE_KEY_POWER_AVG10_MW, CGE_KEY_POWER_AVG60_MW, CGE_KEY_POWER_AVG300_MW,
 };
 
+static const char * const cge_share_keys[CGE_UN_NR] = {
+	[CGE_UN_IDLE] = CGE_KEY_IDLE_SHARE_UJ,
+	[CGE_UN_SYS] = CGE_KEY_SYS_SHARE_UJ,
+};
+
 static void cge_kv(struct seq_file *m, const char *key, u64 val)
 {
 	seq_printf(m, "%s %llu\n", key, val);
+}
+
+/* The shares' keys after @prefix, each after a space: energy.tree's header. */
+void cge_share_keys_show(struct seq_file *m, const char *prefix)
+{
+	int k;
+
+	for (k = 0; k < CGE_UN_NR; k++)
+		seq_printf(m, " %s%s", prefix, cge_share_keys[k]);
+}
+
+/* The shares of @st in cge_share_keys_show()'s order, each after a space. */
+void cge_share_values(struct seq_file *m, const struct cge_stat *st)
+{
+	int k;
+
+	for (k = 0; k < CGE_UN_NR; k++)
+		seq_printf(m, " %llu", st->share_uj[k]);
 }
 
 /* The counters' keys after @prefix, each after a space: energy.tree's header. */
@@ -128,7 +152,12 @@ int cge_stat_show(struct seq_file *m, struct cgroup *cgrp)
 	cge_counters_show(m, "", &st.c, domains);
 	for (k = 0; k < CGE_POWER_NR; k++)
 		cge_kv(m, cge_power_keys[k], mw[k]);
+	for (k = 0; k < CGE_UN_NR; k++)
+		cge_kv(m, cge_share_keys[k], st.share_uj[k]);
 	cge_counters_show(m, CGE_OWN_PREFIX, &own.c, domains);
+	for (k = 0; k < CGE_UN_NR; k++)
+		seq_printf(m, CGE_OWN_PREFIX "%s %llu\n", cge_share_keys[k],
+			   own.share_uj[k]);
 	if (root) {
 		cge_kv(m, CGE_KEY_TOTAL_UJ, rs.total_uj);
 		cge_kv(m, CGE_KEY_IDLE_UJ, rs.idle_uj);
@@ -175,6 +204,13 @@ int cge_info_show(struct seq_file *m, bool host)
 		seq_printf(m, " %s", cge_dom_names[d]);
 	seq_putc(m, '\n');
 	seq_printf(m, "split %s\n", cge_split_name(READ_ONCE(cge_split_param)));
+	seq_printf(m, "unowned %s\n",
+		   cge_unowned_name(READ_ONCE(cge_unowned_param)));
+	/* "-" before the first sample */
+	seq_printf(m, "unowned_applied %s\n", h.unowned_since ?
+		   cge_unowned_name(h.unowned_applied) : "-");
+	seq_printf(m, "unowned_since_sample %llu\n", h.unowned_since);
+	seq_printf(m, "unowned_changes %llu\n", h.unowned_changes);
 	seq_printf(m, "interval_ms %u\n", READ_ONCE(cge_interval_ms));
 	seq_printf(m, "model_idle_mw %u\n", READ_ONCE(cge_model_idle_mw));
 	seq_printf(m, "model_busy_mw %u\n", READ_ONCE(cge_model_busy_mw));

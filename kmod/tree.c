@@ -83,7 +83,9 @@ static void cge_tree_header(struct seq_file *m, struct cge_tree_read *r,
 	cge_stat_keys(m, "", r->domains);
 	for (k = 0; k < CGE_POWER_NR; k++)
 		seq_printf(m, " %s", cge_power_keys[k]);
+	cge_share_keys_show(m, "");
 	cge_stat_keys(m, CGE_OWN_PREFIX, r->domains);
+	cge_share_keys_show(m, CGE_OWN_PREFIX);
 	seq_putc(m, '\n');
 }
 
@@ -112,7 +114,9 @@ static void cge_tree_line(struct seq_file *m, struct cge_tree_read *r,
 	cge_stat_values(m, &st->c, r->domains);
 	for (i = 0; i < CGE_POWER_NR; i++)
 		seq_printf(m, " %llu", mw[i]);
+	cge_share_values(m, st);
 	cge_stat_values(m, &own->c, r->domains);
+	cge_share_values(m, own);
 	seq_putc(m, '\n');
 }
 

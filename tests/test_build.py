@@ -70,6 +70,8 @@ def test_tool_builds_without_kernel_headers(tmp_path):
 NEW_IN_5_10 = ('SCHED_SWITCH_PREV_STATE', 'CGROUP_GET_FROM_ID',
                'X86_FEATURE_RAPL', 'TAINT_TEST', 'TASK_IS_RUNNING', 'HK_TYPE',
                'CPU_IS_ISOLATED')
+# 7.x's: cgroup_has_tasks() in cgroup.h
+NEW_IN_7 = ('CGROUP_HAS_TASKS',)
 PROBES_EXPECTED = {
     '5.10': {**dict.fromkeys(('SIMPLE_INODE_INIT_TS', 'KN_NAME_RCU',
                               'D_REVALIDATE_DIR', 'SET_DEFAULT_D_OP',
@@ -89,8 +91,11 @@ PROBES_EXPECTED = {
     **dict.fromkeys(('sid', 'experimental'), dict.fromkeys((
         'SIMPLE_INODE_INIT_TS', 'KN_NAME_RCU', 'D_REVALIDATE_DIR',
         'SET_DEFAULT_D_OP', 'INODE_JUST_DROP', 'RDMSRQ', 'SYSTEM_PERCPU_WQ',
-        'INODE_SET_CTIME_CURRENT', 'MAX_DIES', *NEW_IN_5_10), 1)),
+        'INODE_SET_CTIME_CURRENT', 'MAX_DIES', *NEW_IN_5_10,
+        *NEW_IN_7), 1)),
 }
+for _f in ('5.10', '6.1', '6.12'):
+    PROBES_EXPECTED[_f].update(dict.fromkeys(NEW_IN_7, 0))
 ONE_OUTCOME = {'INODE_SET_CTIME_CURRENT'}
 
 

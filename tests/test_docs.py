@@ -98,7 +98,7 @@ def module_params():
                 'CGE_COEF_MAX_TIME'
             p['range'] = (0, Fraction(c_int(top, defs), one))
             p['default'] = coefs[fields.index(field)]
-        elif ops in ('source', 'split'):
+        elif ops in ('source', 'split', 'unowned'):
             names = dict(enums[ops])
             p['values'] = sorted(names.values())
             p['default'] = names[ints[var]]

@@ -48,9 +48,10 @@ LOAD_PARAMS = ['model_idle_mw=5000 model_busy_mw=8000',
                'model_busy_mw=8000 model_idle_mw=5000',
                'model_idle_mw=5000 model_busy_mw=4000',
                'model_idle_mw=5000',
-               'source=bogus', 'interval_ms=0', 'interval_ms=9',
-               'interval_ms=10001', 'kcpu_time=abc', 'kcpu_wakeups=2',
-               'kqos_background=-1', 'source=rapl', 'source=auto']
+               'source=bogus', 'unowned=fair', 'interval_ms=0',
+               'interval_ms=9', 'interval_ms=10001', 'kcpu_time=abc',
+               'kcpu_wakeups=2', 'kqos_background=-1', 'source=rapl',
+               'source=auto']
 
 
 def s_load_params(ctx):
@@ -700,7 +701,8 @@ def s_bad_input(ctx):
     for name, val in [('interval_ms', 0), ('interval_ms', 9),
                       ('interval_ms', 10001),
                       ('interval_ms', 'abc'), ('model_busy_mw', 100),
-                      ('model_idle_mw', 99999), ('split', 'bogus')]:
+                      ('model_idle_mw', 99999), ('split', 'bogus'),
+                      ('unowned', 'fair')]:
         old = get_param(name)
         ok, err = set_param(name, val)
         out['params'][f'{name}={val}'] = {'accepted': ok, 'err': err,
