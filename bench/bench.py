@@ -773,11 +773,16 @@ def markdown(d):
           'fast as it can (removals a second in brackets): none of them '
           'has a record, so they must not make the pass grow: its cost '
           'follows the removals of cgroups with records. '
-          'Probe ns: the self-timed probe while those cgroups run.', '',
+          'Probe ns: the self-timed probe while those cgroups run. '
+          '*unowned* is the active samples again with `unowned=weight` and '
+          'the cpu controller on every one of those cgroups: the share of '
+          'the energy no task drew (`cge_unowned_share()`, a cpu.weight '
+          'read per cgroup), and the whole sample with it.', '',
           '| cgroups | records | B/record | interval | idle: total | '
           'idle: work | active: total | active: work | drain | reap | '
-          'reap, flood | probe ns | cache overflows |',
-          '|' + '---|' * 13]
+          'reap, flood | probe ns | cache overflows | unowned: share | '
+          'unowned: total |',
+          '|' + '---|' * 15]
 
     def mm(x):
         if not x or x.get('median') is None:
@@ -798,18 +803,20 @@ def markdown(d):
     for r in counts:
         if r.get('error'):
             L.append(f'| {r["cgroups"]} | error: {r["error"][:200]} |'
-                     + ' |' * 11)
+                     + ' |' * 13)
             continue
         bpr = (round(r['record_bytes'] / r['records']) if r.get('records')
                else None)
         probe = r.get('probe') or {}
+        un = r.get('active_unowned') or {}
         L.append(f'| {r["cgroups"]} | {r["records"]} | {fmt(bpr)} | '
                  f'{r["interval_ms"]} ms | {mm(r["idle"]["total"])} | '
                  f'{mm(r["idle"]["work"])} | {mm(r["active"]["total"])} | '
                  f'{mm(r["active"]["work"])} | {mm(r["active"]["drain"])} | '
                  f'{mm(r["active"]["reap"])} | {flood(r.get("flood"))} | '
                  f'{fmt(probe.get("ns"), 0)} | '
-                 f'{r.get("cache_overflows", "n/a")} |')
+                 f'{r.get("cache_overflows", "n/a")} | '
+                 f'{mm(un.get("unowned"))} | {mm(un.get("total"))} |')
     if raw.get('sampler', {}).get('error'):
         L.append(f'\nsampler: error: {raw["sampler"]["error"][:300]}')
     L += records_md(raw.get('records', {}))

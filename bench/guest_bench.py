@@ -644,15 +644,16 @@ def cmd_ebpfcost(a):
 class Ftrace:
     """function_graph on the sampler: cge_sample_fn (one sample), with the
     drains (cge_cpu_drain: each CPU's, from the sampler's), the split and
-    fold into the records (cge_split_pkg) and the reaper pass
-    (cge_cgstate_reap) inside.
+    fold into the records (cge_split_pkg), the reaper pass
+    (cge_cgstate_reap) and the unowned energy's share (cge_unowned_share)
+    inside.
 
     Read through trace_pipe (consuming, non-blocking): reading the `trace`
     file stops recording while it reads, which loses samples."""
 
     TOP = 'cge_sample_fn'
     PARTS = {'cge_cpu_drain': 'drain', 'cge_split_pkg': 'split',
-             'cge_cgstate_reap': 'reap'}
+             'cge_cgstate_reap': 'reap', 'cge_unowned_share': 'unowned'}
     FNS = (TOP, 'cge_sample_locked', *PARTS)
     LINE = re.compile(r'([\d.]+) us\s+\|\s*(?:\} /\* )?(\w+)')
     fd = None
@@ -801,12 +802,32 @@ def measure(load, k, active):
     for x in samples:
         x['work'] = x['total'] - x['drain'] - x['reap']
     out = {k: spread([x[k] for x in samples])
-           for k in ('total', 'work', 'drain', 'split', 'reap', 'other')}
+           for k in ('total', 'work', 'drain', 'split', 'reap', 'unowned',
+                     'other')}
     out['samples'] = [{k: round(v, 1) for k, v in x.items()}
                       for x in samples]
     out['round_s'] = spread(rounds)
     out['skipped'] = skipped
     return out
+
+
+def unowned_measure(load, k):
+    """measure(active) again with unowned=weight, the cpu controller on in
+    the root and in load's parent, so that a share reads each cgroup's
+    cpu.weight: the policy's work is the 'unowned' part. Both undone after."""
+    ctl = [CG / 'cgroup.subtree_control', load.base / 'cgroup.subtree_control']
+    done = []
+    try:
+        for f in ctl:
+            f.write_text('+cpu\n')
+            done.append(f)
+        (PARAMS / 'unowned').write_text('weight\n')
+        wait_samples(2)
+        return measure(load, k, active=True)
+    finally:
+        (PARAMS / 'unowned').write_text('none\n')
+        for f in reversed(done):
+            f.write_text('-cpu\n')
 
 
 def probe_cost(load, min_timed=4000, max_s=30):
@@ -935,6 +956,7 @@ def sampler_measure(a, n, base_records, load, t0):
     c0 = info()['cache_overflows']
     row['active'] = measure(load, a.intervals, active=True)
     row['cache_overflows'] = info()['cache_overflows'] - c0
+    row['active_unowned'] = unowned_measure(load, a.intervals)
     try:
         row['flood'] = reap_flood(a.flood_s)
     except Exception as e:      # noqa: BLE001 - keep the count's figures

@@ -95,11 +95,13 @@ def test_detected(hw):
     # per-domain keys exactly for the domains the part has
     keys = {k[:-3] for k in r['keys']
             if k.endswith('_uj') and not k.startswith('own_')} - {
-        'energy', 'total', 'idle', 'irq', 'softirq', 'steal'}
+        'energy', 'total', 'idle', 'irq', 'softirq', 'steal',
+        'idle_share', 'sys_share'}
     assert keys == set(p['domains']), r
     # and the root's own part of each
     own = {k[4:-3] for k in r['keys']
-           if k.startswith('own_') and k.endswith('_uj')} - {'energy'}
+           if k.startswith('own_') and k.endswith('_uj')} - {
+               'energy', 'idle_share', 'sys_share'}
     assert own == set(p['domains']), r
     assert (f"cgroup_energy: energy source: RAPL ({p['vendor']}), energy "
             f"unit 2^-{p['esu']} J") in r['log'], r['log']
@@ -126,6 +128,50 @@ def test_conservation_against_hardware(hw):
     # reads 12 unless 60 s pass first)
     assert r['reads'] >= 10 and len(r['distinct_diffs']) == 1, r
     assert r['distinct_diffs'][0] >= 0 and r['conserved'], r
+
+
+def test_unowned_energy_shared_by_cpu_weight(hw):
+    # unowned=weight, set at run time: over a 3 s window, every µJ the
+    # emulator returned that the tasks did not draw (the pool) is in the
+    # root's shares, and each cgroup's share against the pool shared down
+    # the tree by the weights in the cgroup files (guest_rapl.py's
+    # expected_shares(), not the module's). Each sample rounds each part
+    # down to the µJ, cumulatively at each level, idle and the rest apart:
+    # a cgroup at depth D is off by less than 2 * D µJ per sample.
+    _, res = hw
+    r = ok(res, 's_unowned')
+    assert r['bad'] == [False, 'Invalid argument'] and \
+        r['bad_kept'] == 'none', r
+    assert r['set'] == [True, ''], r
+    # nothing was shared before the write, and the write applied from a
+    # sample after it, recorded in energy.info; back to none at the end
+    assert not any(r['moved_before_set'].values()), r
+    assert r['info_a']['unowned'] == 'weight' and \
+        r['info_a']['unowned_applied'] == 'weight', r
+    assert r['info_a']['unowned_since_sample'] > r['samples_before_set'], r
+    assert r['info_after']['unowned_applied'] == 'none', r
+    assert r['info_after']['unowned_changes'] == 2, r
+    # premises: the window's tree did not change, and every cgroup with
+    # tasks has a record (ran since load)
+    assert r['same_tree'] and not r['unrecorded'], r
+    assert r['samples'] >= 10, r
+    # every unowned µJ has an owner: the root's shares are its unowned
+    # energy and the pool, to the µJ
+    assert r['root_shares'] == r['root_unowned'] == r['pool'], r
+    def tol(rel):
+        return 2 * (rel.count('/') + 1 if rel else 0) * r['samples']
+
+    for rel, (part, own) in r['expected'].items():
+        g = r['got'][rel]
+        assert abs(g['part'] - part) <= tol(rel), (rel, g, part)
+        # own: its part less its children's, each with its own rounding
+        kids = [k for k in r['expected'] if k and
+                k.rpartition('/')[0] == rel]
+        assert abs(g['own'] - own) <= tol(rel) + sum(map(tol, kids)), \
+            (rel, g, own)
+    # an empty cgroup reserves nothing; the shares follow the weights
+    assert r['got']['un/c']['part'] == 0, r
+    assert r['got']['un/a']['part'] > 2 * r['got']['un/b']['part'], r
 
 
 def test_wraps_lose_nothing(hw):

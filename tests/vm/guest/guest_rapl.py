@@ -16,10 +16,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1].parent))
 from vm.harness import SUSPEND_CYCLE  # noqa: E402
 
-from common import (EN, LOOP_MAX_S, PARAMS, Work, root_terms_add_up, dmesg,
-                    freeze, housekeeping_on_cpu0, info, insmod, mkcg, mount_en,
-                    next_sample, rmmod, running, scenarios, sh, stat,
-                    umount_en, usage_at)
+from common import (CG, EN, LOOP_MAX_S, PARAMS, Work, root_terms_add_up,
+                    dmesg, freeze, get_param, housekeeping_on_cpu0, info,
+                    insmod, mkcg, mount_en, next_sample, rmmod, running,
+                    scenarios, set_param, sh, stat, umount_en, usage_at)
 
 KO, CGWORK = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
 PROFILE = sys.argv[3]
@@ -236,6 +236,130 @@ def s_conservation_hw(ctx):
             'reads_per_domain': {f'{p} {d}': v['reads']
                                  for (p, d), v in counters(last,
                                                            'pkg').items()}}
+
+
+# s_unowned's tree below /sys/fs/cgroup: {cgroup: (cpu.weight or None for
+# the default, what runs in it)}. un's children have the cpu controller,
+# d's do not (default weight); d also has tasks of its own, and c reserves
+# nothing: it has no task. One busy loop: the other CPU idles, so most of
+# the window's energy is unowned.
+UNOWNED_TREE = {'un': (200, None), 'un/a': (300, 'busy'),
+                'un/b': (100, 'sleeper'), 'un/c': (1000, None),
+                'un/d': (50, 'sleeper'), 'un/d/d1': (None, 'sleeper'),
+                'un/d/d2': (None, 'sleeper')}
+# The default weight: of a cgroup without cpu.weight, and of the tasks of a
+# cgroup of its own, together (docs/contract.md, "Unowned energy").
+WEIGHT_DFL = 100
+
+
+def cgroup_tree():
+    """Every cgroup below /sys/fs/cgroup ('' the root) that has tasks, its
+    own or its descendants': {rel: {'weight', 'own_tasks', 'children'}},
+    from the cgroup files."""
+    out = {}
+    for d in [CG, *sorted(p for p in CG.rglob('*') if p.is_dir())]:
+        if d != CG and 'populated 1' not in \
+                (d / 'cgroup.events').read_text().splitlines():
+            continue
+        rel = str(d.relative_to(CG)) if d != CG else ''
+        w = d / 'cpu.weight'
+        out[rel] = {'weight': int(w.read_text()) if w.exists()
+                    else WEIGHT_DFL,
+                    'own_tasks': bool((d / 'cgroup.threads').read_text()
+                                      .split()),
+                    'children': []}
+    for rel in out:
+        if rel:
+            out[rel.rpartition('/')[0]]['children'].append(rel)
+    return out
+
+
+def expected_shares(tree, pool):
+    """{rel: (its part, its own tasks' part)} of @pool µJ shared by weight
+    down @tree (cgroup_tree()), exactly, as Fractions: the test's reference,
+    from the cgroup files, not from the module."""
+    from fractions import Fraction
+    out = {}
+
+    def give(rel, part):
+        node = tree[rel]
+        kids = node['children']
+        wsum = (WEIGHT_DFL if node['own_tasks'] else 0) + sum(
+            tree[k]['weight'] for k in kids)
+        given = Fraction(0)
+        for k in kids:
+            sub = part * tree[k]['weight'] / wsum
+            given += sub
+            give(k, sub)
+        out[rel] = (part, part - given)
+    give('', Fraction(pool))
+    return out
+
+
+def s_unowned(ctx):
+    """unowned: a bad value refused, then "weight" set at run time, and a
+    window of 3 s with busy loops and sleepers in UNOWNED_TREE: the shares
+    against the emulator's energy less the tasks' (the pool) shared by the
+    cgroup files' weights, and the policy's change in energy.info."""
+    sh('echo +cpu > /sys/fs/cgroup/cgroup.subtree_control')
+    mkcg(*UNOWNED_TREE)
+    sh('echo +cpu > /sys/fs/cgroup/un/cgroup.subtree_control')
+    for rel, (w, _) in UNOWNED_TREE.items():
+        if w:
+            (CG / rel / 'cpu.weight').write_text(f'{w}\n')
+    bad = set_param('unowned', 'fair')
+    bad_kept = get_param('unowned')
+    runs = {rel: what for rel, (_, what) in UNOWNED_TREE.items() if what}
+    ws = []
+    for rel, what in runs.items():
+        if what == 'busy':
+            ws.append(W.start(rel, 'busy', LOOP_MAX_S, cpu=0))
+        else:
+            ws.append(W.start(rel, 'sleeper', 50_000, LOOP_MAX_S))
+    rels = ['', *UNOWNED_TREE]
+    try:
+        running(runs)
+        before = next_sample(rels)
+        n = info()['samples']
+        set_ok = set_param('unowned', 'weight')
+        a = next_sample(rels, extra=truth)
+        tree_a = cgroup_tree()
+        time.sleep(3)
+        b = next_sample(rels, extra=truth)
+        tree_b = cgroup_tree()
+    finally:
+        W.stop(ws, runs)
+    set_param('unowned', 'none')
+    after = next_sample()
+    # every cgroup with tasks has a record: it ran since the module loaded
+    unrecorded = [r for r in tree_b if not stat(r)['usage_usec']]
+    pool = sum(pkg_uj(a['extra'], b['extra']).values()) - \
+        delta(a, b, '', 'energy_uj')
+    exp = expected_shares(tree_b, pool)
+    got = {r: {'part': delta(a, b, r, 'idle_share_uj') +
+               delta(a, b, r, 'sys_share_uj'),
+               'own': delta(a, b, r, 'own_idle_share_uj') +
+               delta(a, b, r, 'own_sys_share_uj')} for r in rels}
+    return {'bad': bad, 'bad_kept': bad_kept, 'set': set_ok,
+            'samples_before_set': n,
+            'info_a': {k: a['info'][k] for k in a['info']
+                       if k.startswith('unowned')},
+            'info_after': {k: after['info'][k] for k in after['info']
+                           if k.startswith('unowned')},
+            'samples': b['info']['samples'] - a['info']['samples'],
+            'moved_before_set': {r: before['stat'][r]['idle_share_uj'] +
+                                 before['stat'][r]['sys_share_uj']
+                                 for r in rels},
+            'unrecorded': unrecorded, 'same_tree': tree_a == tree_b,
+            'pool': pool,
+            'root_shares': got['']['part'],
+            'root_unowned': sum(delta(a, b, '', f'{k}_uj')
+                                for k in ('idle', 'irq', 'softirq',
+                                          'steal')),
+            'got': got,
+            'expected': {r: [float(exp[r][0]), float(exp[r][1])]
+                         if r in exp else [0.0, 0.0] for r in rels},
+            'weights': {r: tree_b[r]['weight'] for r in tree_b}}
 
 
 # Power scale of s_wrap: the fastest counter wraps about every second (AMD's
@@ -739,12 +863,13 @@ def s_end(ctx):
 
 
 SCENARIOS = {
-    'intel-client': [s_detect, s_conservation_hw, s_wrap, s_packages, s_psys,
-                     s_busy_mw, s_steps, s_suspend, s_faults, s_end],
-    'intel-server': [s_late_cpu, s_detect, s_conservation_hw, s_wrap,
-                     s_packages, s_overflow, s_end],
-    'amd-zen': [s_detect, s_conservation_hw, s_wrap, s_cores, s_sibling,
-                s_end],
+    'intel-client': [s_detect, s_conservation_hw, s_unowned, s_wrap,
+                     s_packages, s_psys, s_busy_mw, s_steps, s_suspend,
+                     s_faults, s_end],
+    'intel-server': [s_late_cpu, s_detect, s_conservation_hw, s_unowned,
+                     s_wrap, s_packages, s_overflow, s_end],
+    'amd-zen': [s_detect, s_conservation_hw, s_unowned, s_wrap, s_cores,
+                s_sibling, s_end],
 }
 
 if __name__ == '__main__':
