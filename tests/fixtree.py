@@ -224,3 +224,73 @@ def build_big(root, n=10000, fanout=100):
                       irq_usec=10_000, softirq_uj=2000, softirq_usec=20_000,
                       steal_uj=0, steal_usec=0))
     return t
+
+
+# ---- a module that shares the energy no task drew (unowned=weight) --------
+
+SHARE_KEYS = ("idle_share_uj", "sys_share_uj")
+# own_ values per cgroup: usage_usec, energy_uj, wakeups, impact_usec,
+# idle_share_uj, sys_share_uj
+SHARE_OWN = {
+    "/": (1_000, 2_000, 3, 4_000, 11, 2),
+    "/system.slice": (10, 20, 1, 30, 5, 1),
+    "/system.slice/nginx.service": (2_000_000, 3_000_000, 40, 2_500_000,
+                                    1_500_003, 200_001),
+    "/system.slice/db.service": (500_000, 700_000, 7, 650_000, 375_000,
+                                 50_000),
+    "/user.slice": (0, 0, 0, 0, 0, 0),
+    "/user.slice/user-1000.slice": (1_000_000, 1_250_000, 90, 1_100_000,
+                                    750_000, 99_997),
+    "/idle.slice": (0, 0, 0, 0, 0, 0),      # never ran a task: zeros
+}
+SHARE_COLS = ("usage_usec", "energy_uj", "wakeups", "impact_usec") + SHARE_KEYS
+
+
+def share_stat(path, policy="weight", keys=True, own=None):
+    """energy.stat values of SHARE_OWN's cgroup path as a module writes
+    them, in energy.stat's order: counters (own_ plus the descendants'),
+    power averages, the shares, the own_ keys, at the root the root-only
+    keys. The root's idle_uj is every cgroup's idle share, its irq_uj +
+    softirq_uj + steal_uj their sys share: with policy "weight" since load,
+    energy_uj + idle_share_uj + sys_share_uj == total_uj. Policy "none":
+    the shares are 0; keys False: an older module, without them. own:
+    other own_ values than SHARE_OWN's, for the same cgroups."""
+    every = own or SHARE_OWN
+    mine = [p for p in every
+            if p == path or path == "/" or p.startswith(path + "/")]
+    tot = [sum(every[p][i] for p in mine) for i in range(6)]
+    own = list(every[path])
+    if policy != "weight":
+        tot[4:] = own[4:] = [0, 0]
+    cols = SHARE_COLS if keys else SHARE_COLS[:4]
+    values = dict(zip(cols[:4], tot))
+    values.update(power_avg10_mw=tot[1] // 1000, power_avg60_mw=7,
+                  power_avg300_mw=3)
+    values.update(zip(cols[4:], tot[4:]))
+    values.update(("own_" + k, v) for k, v in zip(cols, own))
+    if path == "/":
+        idle = sum(v[4] for v in every.values())
+        sys_ = sum(v[5] for v in every.values())
+        values.update(root_keys(values["energy_uj"], idle_uj=idle,
+                                idle_usec=9_000_000, irq_uj=sys_ - 100_001,
+                                irq_usec=2_000, softirq_uj=100_000,
+                                softirq_usec=4_000, steal_uj=1,
+                                steal_usec=1))
+    return values
+
+
+def share_tree(root, policy="weight", keys=True, tree_file=True):
+    """SHARE_OWN's tree as a module with the unowned parameter at policy
+    since load writes it (share_stat), energy.info saying so; keys False:
+    an older module without the shares (nor energy.info's unowned lines)."""
+    info = {"version": "0.1.0", "source": "rapl", "split": "impact",
+            "interval_ms": 100, "last_sample_ns": 10**12, "samples": 42}
+    if keys:
+        info.update(unowned=policy, unowned_applied=policy,
+                    unowned_since_sample=1, unowned_changes=0)
+    t = Tree(root, info=info)
+    for path in SHARE_OWN:
+        t.write(path, stat_text(share_stat(path, policy, keys)))
+    t.tree_file = tree_file
+    t.changed()
+    return t

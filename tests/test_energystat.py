@@ -20,7 +20,9 @@ from decimal import Decimal, ROUND_HALF_UP
 import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from fixtree import ROOT_KEYS, Tree, build_big, root_keys, stat_text  # noqa: E402
+from fixtree import (ROOT_KEYS, SHARE_KEYS, SHARE_OWN, Tree,  # noqa: E402
+                     build_big, root_keys, share_stat, share_tree,
+                     stat_text)
 import need  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -1891,12 +1893,15 @@ def same_output(r):
     return docs
 
 
-@pytest.fixture(params=["module", "plain"])
+@pytest.fixture(params=["module", "plain", "shares"])
 def both_trees(request, tree, tmp_path):
-    """A module's tree with energy.tree (own_ keys, domains, power), and the
-    plain fixture tree with an energy.tree made from its files."""
+    """A module's tree with energy.tree (own_ keys, domains, power), the
+    plain fixture tree with an energy.tree made from its files, and a
+    module's that shares the energy no task drew (unowned=weight)."""
     if request.param == "module":
         return module_tree(tmp_path / "mod")
+    if request.param == "shares":
+        return share_tree(tmp_path / "shares")
     tree.tree_file = True
     tree.changed()
     return tree
@@ -2236,3 +2241,202 @@ def test_tree_file_one_read_per_sample(tool, tmp_path):
     t.set_info(info)
     assert opens_of(tool, t.path, "energy.tree", "--json") == (0, 3)
     assert opens_of(tool, t.path, "energy.info", "--json") == (0, 3)
+
+
+# ---- the energy no task drew, shared (unowned) ------------------------------
+
+SHARED = {p: share_stat(p) for p in SHARE_OWN}
+
+
+def share_table(out):
+    """A --raw table with SHARE -> (header cells, {path: [5 cells]}): paths
+    and workloads of one word each."""
+    lines = out.rstrip("\n").split("\n")
+    rows = {}
+    for line in lines[1:]:
+        if line.startswith(("machine", "  ")):
+            break
+        path, *cells, wl = line.split()
+        rows[path] = cells
+    return lines[0].split(), rows
+
+
+def test_share_column_static(tool, tmp_path):
+    """unowned=weight: SHARE after ENERGY, each cgroup's idle_share_uj +
+    sys_share_uj (its subtree's, as ENERGY), aligned as the others."""
+    t = share_tree(tmp_path / "w")
+    wide = dict(os.environ, COLUMNS="200")
+    r = run(tool, "--root", t.path, "--raw", check_rc=0, env=wide)
+    head, rows = share_table(r.out)
+    assert head == ["CGROUP", "ENERGY(J)", "SHARE(J)", "CPU(s)", "WAKEUPS",
+                    "IMPACT(s)", "WORKLOAD"]
+    assert sorted(rows) == sorted(SHARE_OWN) and r.err == ""
+    for path, st in SHARED.items():
+        assert rows[path] == [joules(st["energy_uj"]),
+                              joules(st["idle_share_uj"] + st["sys_share_uj"]),
+                              joules(st["usage_usec"]), str(st["wakeups"]),
+                              joules(st["impact_usec"])], path
+    assert rows["/"][1] == "2.975"
+    r = run(tool, "--root", t.path, check_rc=0, env=wide)
+    lines = [ln for ln in r.out.splitlines()
+             if not ln.startswith(("machine", "  "))]
+    assert lines[0].split() == ["CGROUP", "ENERGY", "SHARE", "CPU(s)",
+                                "WAKEUPS", "IMPACT(s)", "WORKLOAD"]
+    # the five numbers right-aligned, energy and share with a unit
+    cell = r"[-\d.]+ (?:k?J|k?Wh)|\S+"     # a number with its unit: one
+    ends = {tuple(m.end() for m in re.finditer(cell, line))[-6:-1]
+            for line in lines[1:]}
+    assert len(ends) == 1
+    head_ends = tuple(m.end() for m in re.finditer(r"\S+", lines[0]))[-6:-1]
+    assert ends == {head_ends}
+    assert "  2.98 J  " in lines[1]
+    t.set_info(dict(t.info, source="model"))
+    assert run(tool, "--root", t.path, "--raw").out.split("\n")[0].split()[1:3] \
+        == ["ENERGY(J)~", "SHARE(J)~"]
+
+
+@pytest.mark.parametrize("args", [
+    [], ["--raw"], ["--raw", "-s", "path"], ["--depth", "1"],
+    ["-b", "-d", "0.1", "-n", "2", "--raw"]],
+    ids=lambda a: " ".join(a) or "table")
+def test_share_column_hidden_without_shares(tool, tmp_path, args):
+    """unowned=none (shares 0) and a module without the keys: today's
+    table exactly, no SHARE column."""
+    none = run(tool, "--root", share_tree(tmp_path / "n", "none").path, *args,
+               check_rc=0)
+    old = run(tool, "--root", share_tree(tmp_path / "o", keys=False).path,
+              *args, check_rc=0)
+    assert "SHARE" not in none.out and none.out == old.out
+    assert none.out.split("\n")[0].split()[:3] == [
+        "CGROUP", "POWER(W)" if "-d" in args else
+        "ENERGY(J)" if "--raw" in args else "ENERGY",
+        "CPU%" if "-d" in args else "CPU(s)"]
+
+
+def test_share_json(tool, tmp_path):
+    """Both shares and their own_ parts in stat and own; the own parts and
+    own energy of every cgroup add up to the root's total_uj exactly."""
+    t = share_tree(tmp_path / "w")
+    doc = json.loads(run(tool, "--root", t.path, "--json", check_rc=0).out)
+    c = {x["path"]: x for x in doc["cgroups"]}
+    assert doc["info"]["unowned"] == "weight"
+    for path, st in SHARED.items():
+        for k in SHARE_KEYS:
+            assert c[path]["stat"][k] == st[k]
+            assert c[path]["own"][k] == st["own_" + k]
+        assert list(c[path]["stat"])[4:6] == list(SHARE_KEYS)
+    root = c["/"]["stat"]
+    assert sum(x["own"]["energy_uj"] + x["own"]["idle_share_uj"] +
+               x["own"]["sys_share_uj"] for x in doc["cgroups"]) == \
+        root["total_uj"] == \
+        root["energy_uj"] + root["idle_share_uj"] + root["sys_share_uj"]
+    assert root["idle_share_uj"] <= root["idle_uj"]
+    assert root["sys_share_uj"] <= (root["irq_uj"] + root["softirq_uj"] +
+                                    root["steal_uj"])
+    # a parent's counter is its own_ part plus its children's counters
+    for path, x in c.items():
+        kids = [y for p, y in c.items() if p != path and
+                os.path.dirname(p) == path]
+        for k in SHARE_KEYS:
+            assert x["stat"][k] == x["own"][k] + sum(y["stat"][k]
+                                                      for y in kids)
+    old = json.loads(run(tool, "--root",
+                         share_tree(tmp_path / "o", keys=False).path,
+                         "--json", check_rc=0).out)
+    assert "share" not in json.dumps(old["cgroups"])
+
+
+def share_step(t, own, info, ns):
+    """The module's next sample: own_ values own, last_sample_ns ns."""
+    t.tree_file = False
+    for path in own:
+        t.write(path, stat_text(share_stat(path, own=own)))
+    t.tree_file = True
+    info.update(last_sample_ns=ns, samples=info["samples"] + 1)
+    t.set_info(info)
+
+
+def test_share_live_rates_and_column(tool, tmp_path):
+    """Live: idle_share_w and sys_share_w per cgroup; SHARE(W) their sum."""
+    t = share_tree(tmp_path / "w")
+    ns, info = 10**12, dict(t.info)
+    own = dict(SHARE_OWN)
+    nginx = "/system.slice/nginx.service"
+    live = Live(tool, "--root", t.path, "--json", "-d", "0.5", "-n", "1")
+    v = list(own[nginx])
+    v[4] += 1_000_000
+    v[5] += 250_000
+    own[nginx] = tuple(v)
+    share_step(t, own, info, ns + 500_000_000)
+    doc = live.doc()
+    assert doc["clock"] == "module"
+    r = rates(doc)
+    for path in (nginx, "/system.slice", "/"):
+        assert r[path]["idle_share_w"] == pytest.approx(2.0)
+        assert r[path]["sys_share_w"] == pytest.approx(0.5)
+    assert r["/user.slice"]["idle_share_w"] == 0
+    assert live.finish()[0] == 0
+    p = subprocess.Popen([tool, "--root", t.path, "-d", "0.5", "-n", "1",
+                          "--raw"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    wait_first_read(p)
+    v[4] += 500_000
+    own[nginx] = tuple(v)
+    share_step(t, own, info, ns + 1_000_000_000)
+    out, err = p.communicate(timeout=20)
+    assert p.returncode == 0, err
+    head, rows = share_table(out)
+    assert head[:4] == ["CGROUP", "POWER(W)", "SHARE(W)", "CPU%"]
+    assert rows[nginx][:2] == ["0.000", "1.000"]
+    assert rows["/user.slice"][:2] == ["0.000", "0.000"]
+
+
+def test_share_prometheus(tool, tmp_path):
+    """The two share families, own parts: sum() over cgroups of joules and
+    both shares is the measured energy; the subtree_ variants; the policy
+    as a label of the source's info; none of it from an older module."""
+    t = share_tree(tmp_path / "w")
+    r = run(tool, "--root", t.path, "--prometheus", check_rc=0)
+    promtool_check(r.out)
+    s = {k: Decimal(v) for k, v in prom_samples(r.out).items()
+         if not k.startswith(("cgroup_energy_source_info",
+                              "energystat_build_info"))}
+    fam = {}
+    for k, v in s.items():
+        fam.setdefault(k.split("{")[0], {})[k[k.find("{"):]] = v
+    for k in SHARE_KEYS:
+        name = f"cgroup_energy_{k[:-3]}_joules_total"
+        assert f"# TYPE {name} counter\n" in r.out
+        help_ = next(ln for ln in r.out.splitlines()
+                     if ln.startswith(f"# HELP {name} "))
+        assert "sum() over cgroups of cgroup_energy_joules_total plus both " \
+            "shares equals cgroup_energy_measured_joules_total" in help_
+        assert len(fam[name]) == len(SHARE_OWN)
+        assert fam[name]['{cgroup="/system.slice/nginx.service",'
+                         'unit="nginx.service"}'] * 10**6 == \
+            SHARED["/system.slice/nginx.service"]["own_" + k]
+    assert sum(sum(fam[f].values()) for f in (
+        "cgroup_energy_joules_total", "cgroup_energy_idle_share_joules_total",
+        "cgroup_energy_sys_share_joules_total")) == \
+        s["cgroup_energy_measured_joules_total"] == Decimal("7.92704")
+    # right after the per-cgroup four, before the domains
+    names = [ln.split()[2] for ln in r.out.splitlines()
+             if ln.startswith("# TYPE ")]
+    at = names.index("cgroup_energy_impact_seconds_total")
+    assert names[at + 1:at + 3] == ["cgroup_energy_idle_share_joules_total",
+                                    "cgroup_energy_sys_share_joules_total"]
+    assert prom_samples(r.out)[
+        'cgroup_energy_source_info{source="rapl",split="impact",'
+        'unowned="weight",version="0.1.0",kind="measured"}'] == "1"
+    assert s["cgroup_energy_unowned_changes_total"] == 0
+    h = run(tool, "--root", t.path, "--prometheus", "--hierarchical",
+            check_rc=0).out
+    promtool_check(h)
+    hs = prom_samples(h)
+    for k in SHARE_KEYS:
+        assert Decimal(hs[f'cgroup_energy_subtree_{k[:-3]}_joules_total'
+                          '{cgroup="/"}']) * 10**6 == SHARED["/"][k]
+    assert "cgroup_energy_idle_share_joules_total" not in h
+    old = run(tool, "--root", share_tree(tmp_path / "o", keys=False).path,
+              "--prometheus", check_rc=0).out
+    assert "share" not in old and "unowned" not in old

@@ -12,7 +12,7 @@ import sys
 import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from fixtree import Tree, root_keys  # noqa: E402
+from fixtree import Tree, root_keys, share_tree  # noqa: E402
 from test_energystat import (prom_samples, promtool_check, run,  # noqa: E402,F401
                              table, tool)
 
@@ -477,6 +477,52 @@ def test_served_equals_one_shot(tool, exporter):
     assert s['energystat_build_info{version="0.1.0"}'] == "1"
     assert sum(per_cgroup(body, "cgroup_energy_joules_total").values()) * 10**6 \
         == exporter.energy
+
+
+SHARE_FAMILIES = ("cgroup_energy_idle_share_joules_total",
+                  "cgroup_energy_sys_share_joules_total")
+
+
+def test_served_shares_add_up_to_measured(tool, tmp_path):
+    """A module with unowned=weight since load: the served text is
+    --prometheus's, with both share families (OpenMetrics too), and sum()
+    over cgroups of cgroup_energy_joules_total and both shares is
+    cgroup_energy_measured_joules_total exactly; the subtree view's root
+    series add up the same. unowned=none: the families, all 0."""
+    from decimal import Decimal
+    t = share_tree(tmp_path / "w")
+    x = Exporter(tool, t.path)
+    try:
+        r, body = x.get()
+        _, om = x.get(headers={"Accept": "application/openmetrics-text"})
+    finally:
+        x.stop()
+    assert r.status == 200
+    promtool_check(body)
+    one = run(tool, "--root", t.path, "--prometheus", check_rc=0).out
+    assert stable(body) == stable(one)
+    s = prom_samples(body)
+    measured = Decimal(s["cgroup_energy_measured_joules_total"])
+    assert sum(sum(per_cgroup(body, f).values()) for f in
+               ("cgroup_energy_joules_total", *SHARE_FAMILIES)) == measured
+    assert [k for k in s if k.startswith("cgroup_energy_source_info{")] == [
+        'cgroup_energy_source_info{source="rapl",split="impact",'
+        'unowned="weight",version="0.1.0",kind="measured"}']
+    assert s["cgroup_energy_unowned_changes_total"] == "0"
+    for f in SHARE_FAMILIES:
+        assert f"# TYPE {f[:-len('_total')]} counter\n" in om
+    hier = run(tool, "--root", t.path, "--prometheus", "--hierarchical",
+               check_rc=0).out
+    h = prom_samples(hier)
+    assert sum(Decimal(h[f"cgroup_energy_subtree_{f}{{cgroup=\"/\"}}"])
+               for f in ("joules_total", "idle_share_joules_total",
+                         "sys_share_joules_total")) == measured
+    none = run(tool, "--root", share_tree(tmp_path / "n", "none").path,
+               "--prometheus", check_rc=0).out
+    promtool_check(none)
+    for f in SHARE_FAMILIES:
+        v = per_cgroup(none, f)
+        assert len(v) == 7 and not any(v.values())
 
 
 def test_openmetrics_when_asked(exporter):

@@ -94,38 +94,103 @@ struct row *make_rows(const struct view *v, size_t *n)
 #define HEAD		16
 #define WL_MIN		10	/* WORKLOAD's columns when CGROUP needs the rest */
 
+#define COL_SHARE	1	/* idle_share_uj + sys_share_uj */
+
 static const enum key_id table_keys[TABLE_NCOLS] = {
-	K_ENERGY_UJ, K_USAGE_USEC, K_WAKEUPS, K_IMPACT_USEC
+	K_ENERGY_UJ, K_IDLE_SHARE_UJ, K_USAGE_USEC, K_WAKEUPS, K_IMPACT_USEC
 };
-/* the heads with --raw, then those with human units in the energy column */
+/* the heads with --raw, then those with human units in the energy columns */
 static const char *const static_heads[2][TABLE_NCOLS] = {
-	{ "ENERGY(J)", "CPU(s)", "WAKEUPS", "IMPACT(s)" },
-	{ "ENERGY", "CPU(s)", "WAKEUPS", "IMPACT(s)" },
+	{ "ENERGY(J)", "SHARE(J)", "CPU(s)", "WAKEUPS", "IMPACT(s)" },
+	{ "ENERGY", "SHARE", "CPU(s)", "WAKEUPS", "IMPACT(s)" },
 };
 static const char *const live_heads[2][TABLE_NCOLS] = {
-	{ "POWER(W)", "CPU%", "WAKEUPS/s", "IMPACT" },
-	{ "POWER", "CPU%", "WAKEUPS/s", "IMPACT" },
+	{ "POWER(W)", "SHARE(W)", "CPU%", "WAKEUPS/s", "IMPACT" },
+	{ "POWER", "SHARE", "CPU%", "WAKEUPS/s", "IMPACT" },
 };
+
+/*
+ * Whether the table has column c: SHARE only when the read has the share
+ * keys and the root's shares are not 0 (a module with unowned=none, or
+ * one without the keys, gives the table of the four others).
+ */
+static bool col_shown(const struct view *v, int c)
+{
+	const struct cg_stat *root = &v->s->root;
+
+	if (c != COL_SHARE)
+		return true;
+	return (stat_has(root, K_IDLE_SHARE_UJ) && root->v[K_IDLE_SHARE_UJ]) ||
+	       (stat_has(root, K_SYS_SHARE_UJ) && root->v[K_SYS_SHARE_UJ]);
+}
+
+/* Energy cell: microjoules as the energy column shows them. */
+static void format_uj(char *buf, uint64_t uj, bool raw)
+{
+	if (raw)
+		fmt_fixed(buf, CELL, uj, 6, 3);
+	else
+		fmt_energy(buf, CELL, uj);
+}
+
+/* Power cell: watts as the power column shows them; NaN: none yet. */
+static void format_w(char *buf, double w, bool raw)
+{
+	if (isnan(w))
+		snprintf(buf, CELL, "-");
+	else if (raw)
+		snprintf(buf, CELL, "%.3f", w);
+	else
+		fmt_power(buf, CELL, w);
+}
+
+/*
+ * The SHARE cell: the cgroup's part of the energy no task drew, idle's and
+ * irq, softirq and steal's together ("-" when its file has neither key).
+ */
+static void format_share(char *buf, const struct row *r, bool raw)
+{
+	const struct cg_stat *st = &r->n->st;
+	bool has = stat_has(st, K_IDLE_SHARE_UJ) || stat_has(st, K_SYS_SHARE_UJ);
+	uint64_t uj;
+
+	if (!has || (r->r && !r->r->valid)) {
+		snprintf(buf, CELL, "-");
+	} else if (!r->r) {
+		if (__builtin_add_overflow(st->v[K_IDLE_SHARE_UJ],
+					   st->v[K_SYS_SHARE_UJ], &uj))
+			uj = UINT64_MAX;
+		format_uj(buf, uj, raw);
+	} else {
+		/* a key the file lacks counts 0; a key new in it has no rate */
+		format_w(buf, (stat_has(st, K_IDLE_SHARE_UJ) ?
+			       r->r->r[K_IDLE_SHARE_UJ] : 0) +
+			      (stat_has(st, K_SYS_SHARE_UJ) ?
+			       r->r->r[K_SYS_SHARE_UJ] : 0), raw);
+	}
+}
 
 /* One number cell: --raw as always, else energy and power in human units. */
 static void format_cell(char *buf, const struct row *r, int col, bool raw)
 {
 	enum key_id k = table_keys[col];
 
-	if (!r->r) {
+	if (col == COL_SHARE) {
+		format_share(buf, r, raw);
+	} else if (!r->r) {
 		if (k == K_WAKEUPS)
 			snprintf(buf, CELL, "%llu",
 				 (unsigned long long)r->n->st.v[k]);
-		else if (k == K_ENERGY_UJ && !raw)
-			fmt_energy(buf, CELL, r->n->st.v[k]);
+		else if (k == K_ENERGY_UJ)
+			format_uj(buf, r->n->st.v[k], raw);
 		else
 			fmt_fixed(buf, CELL, r->n->st.v[k], 6, 3);
 	} else if (!r->r->valid || isnan(r->r->r[k])) {
 		snprintf(buf, CELL, "-");
-	} else if (k == K_ENERGY_UJ && !raw) {
-		fmt_power(buf, CELL, r->r->r[k]);
+	} else if (k == K_ENERGY_UJ) {
+		format_w(buf, r->r->r[k], raw);
 	} else {
-		snprintf(buf, CELL, k == K_ENERGY_UJ ? "%.3f" : "%.1f", r->r->r[k]);
+		snprintf(buf, CELL, "%.1f", r->r->r[k]);
 	}
 }
 
@@ -144,13 +209,14 @@ static size_t clamp_sz(size_t v, size_t lo, size_t hi)
  * CGROUP first, up to all but WL_MIN of them, WORKLOAD the rest (at least
  * its header). A terminal too narrow even for that gets longer lines.
  */
-static void fit_widths(const struct table_fit *fit, bool top, size_t *pathw,
-		       size_t *wlw)
+static void fit_widths(const struct table_fit *fit, const bool *shown,
+		       bool top, size_t *pathw, size_t *wlw)
 {
 	size_t used = 2, left, wl_min = fit->wl < WL_MIN ? fit->wl : WL_MIN;
 
 	for (int c = 0; c < TABLE_NCOLS; c++)
-		used += 2 + fit->num[c];
+		if (shown[c])
+			used += 2 + fit->num[c];
 	left = fit->cols > used ? fit->cols - used : 0;
 	if (top) {	/* no WORKLOAD column: it is in CGROUP's */
 		*pathw = clamp_sz(left + 2, strlen("CGROUP"), fit->path);
@@ -212,9 +278,9 @@ static size_t put_name(FILE *f, const char *path, const char *label,
  * The table, fitted to v->fit: paths cut in the middle (keeping the slice
  * at their start and the cgroup at their end), workloads keeping their
  * head, at most max_rows rows after the header. A "~" after the energy
- * column's head marks modelled figures (energy.info "source model"):
- * estimates, not measurements. v->top: the workload before the path in
- * the CGROUP column, no WORKLOAD column.
+ * and share columns' heads marks modelled figures (energy.info "source
+ * model"): estimates, not measurements. v->top: the workload before the
+ * path in the CGROUP column, no WORKLOAD column.
  */
 void out_table(FILE *f, const struct view *v)
 {
@@ -224,6 +290,7 @@ void out_table(FILE *f, const struct view *v)
 	struct table_fit *fit = v->fit;
 	size_t n, pathw, wlw;
 	char head[TABLE_NCOLS][HEAD];
+	bool shown[TABLE_NCOLS];
 	char (*labels)[WORKLOAD_LABEL];
 	struct row *rows = make_rows(v, &n);
 	char (*cells)[TABLE_NCOLS][CELL];
@@ -235,9 +302,12 @@ void out_table(FILE *f, const struct view *v)
 	if (!cells || !labels)
 		goto out;
 	for (int c = 0; c < TABLE_NCOLS; c++) {
+		shown[c] = col_shown(v, c);
 		snprintf(head[c], HEAD, "%s%s", heads[c],
-			 c == 0 && src && strcmp(src, "model") == 0 ? "~" : "");
-		fit->num[c] = max_sz(fit->num[c], strlen(head[c]));
+			 (c == 0 || c == COL_SHARE) && src &&
+			 strcmp(src, "model") == 0 ? "~" : "");
+		if (shown[c])
+			fit->num[c] = max_sz(fit->num[c], strlen(head[c]));
 	}
 	fit->path = max_sz(fit->path, strlen("CGROUP"));
 	fit->wl = max_sz(fit->wl, strlen("WORKLOAD"));
@@ -250,23 +320,28 @@ void out_table(FILE *f, const struct view *v)
 				   term_width(rows[i].n->path));
 		fit->wl = max_sz(fit->wl, term_width(labels[i]));
 		for (int c = 0; c < TABLE_NCOLS; c++) {
+			if (!shown[c])
+				continue;
 			format_cell(cells[i][c], &rows[i], c, v->raw);
 			fit->num[c] = max_sz(fit->num[c], strlen(cells[i][c]));
 		}
 	}
-	fit_widths(fit, v->top, &pathw, &wlw);
+	fit_widths(fit, shown, v->top, &pathw, &wlw);
 	if (fit->max_rows && n > fit->max_rows)
 		n = fit->max_rows;
 	fprintf(f, "%-*s", (int)pathw, "CGROUP");
 	for (int c = 0; c < TABLE_NCOLS; c++)
-		fprintf(f, "  %*s", (int)fit->num[c], head[c]);
+		if (shown[c])
+			fprintf(f, "  %*s", (int)fit->num[c], head[c]);
 	fputs(v->top ? "\n" : "  WORKLOAD\n", f);
 	for (size_t i = 0; i < n; i++) {
 		size_t w = put_name(f, rows[i].n->path, labels[i], pathw, v->top);
 
 		fprintf(f, "%*s", (int)(pathw - w), "");
 		for (int c = 0; c < TABLE_NCOLS; c++)
-			fprintf(f, "  %*s", (int)fit->num[c], cells[i][c]);
+			if (shown[c])
+				fprintf(f, "  %*s", (int)fit->num[c],
+					cells[i][c]);
 		if (!v->top) {
 			fputs("  ", f);
 			fput_term_fit(f, labels[i], wlw, false);

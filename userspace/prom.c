@@ -19,7 +19,7 @@
 
 #define NUMLEN	32	/* a counter in decimal, 20 digits and a point */
 #define NAMELEN	64	/* a metric name */
-#define HELPLEN	256	/* a HELP text */
+#define HELPLEN	512	/* a HELP text */
 
 struct metric {
 	const char *name;
@@ -38,6 +38,17 @@ static const struct metric cg_metrics[] = {
 	  "Wakeups (times a CPU left idle to run a task)," },
 	{ "impact_seconds_total", K_IMPACT_USEC, 6,
 	  "Energy impact in CPU-second equivalents (Apple's formula; 1 per second of one busy CPU)" },
+};
+
+/*
+ * per cgroup, when the module has the keys: its part of the energy no task
+ * drew, shared by the module's unowned policy (energy.info "unowned")
+ */
+static const struct metric share_metrics[] = {
+	{ "idle_share_joules_total", K_IDLE_SHARE_UJ, 6,
+	  "Energy of idle CPU time" },
+	{ "sys_share_joules_total", K_SYS_SHARE_UJ, 6,
+	  "Energy of interrupt, softirq and steal time no task was charged for" },
 };
 
 static const struct metric root_metrics[] = {
@@ -114,6 +125,9 @@ static const struct {
 	  "Of that overcharge, what later charges took back, seconds.", 6 },
 	{ "alloc_failures", "cgroup_energy_alloc_failures_total", "counter",
 	  "Allocations that failed in the module.", 0 },
+	{ "unowned_changes", "cgroup_energy_unowned_changes_total", "counter",
+	  "Changes of the unowned policy the module's samples apply since it loaded; at 0 with unowned weight, energy and both shares add up to the measured energy.",
+	  0 },
 	{ "records", "cgroup_energy_records", "gauge",
 	  "Cgroup records the module holds.", 0 },
 	{ "record_bytes", "cgroup_energy_record_bytes", "gauge",
@@ -216,6 +230,43 @@ static double watts_window(const struct view *v)
 	return (double)(b - a) / 1e9;
 }
 
+/*
+ * cgroup_energy[_subtree]_{idle,sys}_share_joules_total: of the energy no
+ * task drew, the part the module's unowned policy gave the cgroup; none
+ * when no cgroup's file has the key (an older module).
+ */
+static void share_families(FILE *f, const struct view *v,
+			   const struct row *rows, size_t n)
+{
+	const char *pre = v->hierarchical ? "cgroup_energy_subtree_" : "cgroup_energy_";
+	const char *whose = v->hierarchical ?
+		"the cgroup and its descendants (live and removed)" :
+		"the cgroup's own tasks and removed children, without its shown descendants";
+	const char *sum = v->hierarchical ?
+		"At the root cgroup, cgroup_energy_subtree_joules_total plus both shares" :
+		"sum() over cgroups of cgroup_energy_joules_total plus both shares";
+	char name[NAMELEN], help[HELPLEN];
+
+	for (size_t m = 0; m < ARRAY_SIZE(share_metrics); m++) {
+		const struct metric *mt = &share_metrics[m];
+		bool any = false;
+
+		for (size_t i = 0; i < n; i++)
+			any |= stat_has(&rows[i].n->st, mt->key);
+		if (!any)
+			continue;
+		snprintf(name, sizeof(name), "%s%s", pre, mt->name);
+		snprintf(help, sizeof(help),
+			 "%s that the module's unowned policy (energy.info) gives %s, joules. %s equals cgroup_energy_measured_joules_total when the policy was weight since the module loaded.",
+			 mt->help, whose, sum);
+		prom_head(f, v, name, "counter", help);
+		for (size_t i = 0; i < n; i++)
+			if (stat_has(&rows[i].n->st, mt->key))
+				prom_number(f, name, rows[i].n, NULL,
+					    shown(v, rows[i].n, mt->key), mt->scale);
+	}
+}
+
 /* per cgroup: cgroup_energy[_subtree]_<suffix>, from the view's values */
 static void cgroup_families(FILE *f, const struct view *v,
 			    const struct row *rows, size_t n)
@@ -237,6 +288,8 @@ static void cgroup_families(FILE *f, const struct view *v,
 			prom_number(f, name, rows[i].n, NULL,
 				    shown(v, rows[i].n, mt->key), mt->scale);
 	}
+
+	share_families(f, v, rows, n);
 
 	for (size_t i = 0; i < n; i++)
 		for (size_t d = 0; d < ARRAY_SIZE(domains); d++)
@@ -315,7 +368,7 @@ static void root_families(FILE *f, const struct view *v,
 static void info_families(FILE *f, const struct view *v)
 {
 	static const char *const info_labels[] = { "source", "domains", "split",
-						    "version" };
+						    "unowned", "version" };
 	const struct sample *s = v->s;
 	const char *src = info_get(&s->info, "source");
 	char num[NUMLEN];

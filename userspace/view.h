@@ -21,7 +21,11 @@ struct rates {
 	double r[NKEYS];	/* per key, by key_table[k].kind */
 };
 
-#define TABLE_NCOLS	4	/* the table's number columns */
+/*
+ * The table's number columns: ENERGY (POWER), SHARE, CPU, WAKEUPS, IMPACT.
+ * SHARE only when the module shares the energy no task drew (output.c).
+ */
+#define TABLE_NCOLS	5
 
 /*
  * The table's shape: the terminal's size (set by the caller before each
