@@ -2440,3 +2440,15 @@ def test_share_prometheus(tool, tmp_path):
     old = run(tool, "--root", share_tree(tmp_path / "o", keys=False).path,
               "--prometheus", check_rc=0).out
     assert "share" not in old and "unowned" not in old
+
+
+def test_share_prometheus_label_is_the_applied_policy(tool, tmp_path):
+    """unowned=weight written, no sample since (energy.info's
+    unowned_applied still none): the label says none, what the counters
+    follow, not the parameter."""
+    t = share_tree(tmp_path / "t", policy="none")
+    t.set_info({**t.info, "unowned": "weight"})
+    s = prom_samples(run(tool, "--root", t.path, "--prometheus",
+                         check_rc=0).out)
+    assert s['cgroup_energy_source_info{source="rapl",split="impact",'
+             'unowned="none",version="0.1.0",kind="measured"}'] == "1"

@@ -94,7 +94,8 @@ struct row *make_rows(const struct view *v, size_t *n)
 #define HEAD		16
 #define WL_MIN		10	/* WORKLOAD's columns when CGROUP needs the rest */
 
-#define COL_SHARE	1	/* idle_share_uj + sys_share_uj */
+/* idle_share_uj + sys_share_uj: table_keys[] names the first of the two */
+#define COL_SHARE	1
 
 static const enum key_id table_keys[TABLE_NCOLS] = {
 	K_ENERGY_UJ, K_IDLE_SHARE_UJ, K_USAGE_USEC, K_WAKEUPS, K_IMPACT_USEC

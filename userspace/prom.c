@@ -126,7 +126,7 @@ static const struct {
 	{ "alloc_failures", "cgroup_energy_alloc_failures_total", "counter",
 	  "Allocations that failed in the module.", 0 },
 	{ "unowned_changes", "cgroup_energy_unowned_changes_total", "counter",
-	  "Changes of the unowned policy the module's samples apply since it loaded; at 0 with unowned weight, energy and both shares add up to the measured energy.",
+	  "Changes of the unowned policy the module's samples apply since it loaded; while 0 with the applied policy weight (cgroup_energy_source_info's unowned label), energy and both shares add up to the measured energy.",
 	  0 },
 	{ "records", "cgroup_energy_records", "gauge",
 	  "Cgroup records the module holds.", 0 },
@@ -230,6 +230,20 @@ static double watts_window(const struct view *v)
 	return (double)(b - a) / 1e9;
 }
 
+/* The per-cgroup families' name prefix: hierarchical values or own. */
+static const char *family_prefix(const struct view *v)
+{
+	return v->hierarchical ? "cgroup_energy_subtree_" : "cgroup_energy_";
+}
+
+/* Whose values the per-cgroup families hold, for their HELP text. */
+static const char *family_whose(const struct view *v)
+{
+	return v->hierarchical ?
+	       "the cgroup and its descendants (live and removed)" :
+	       "the cgroup's own tasks and removed children, without its shown descendants";
+}
+
 /*
  * cgroup_energy[_subtree]_{idle,sys}_share_joules_total: of the energy no
  * task drew, the part the module's unowned policy gave the cgroup; none
@@ -238,10 +252,7 @@ static double watts_window(const struct view *v)
 static void share_families(FILE *f, const struct view *v,
 			   const struct row *rows, size_t n)
 {
-	const char *pre = v->hierarchical ? "cgroup_energy_subtree_" : "cgroup_energy_";
-	const char *whose = v->hierarchical ?
-		"the cgroup and its descendants (live and removed)" :
-		"the cgroup's own tasks and removed children, without its shown descendants";
+	const char *pre = family_prefix(v), *whose = family_whose(v);
 	const char *sum = v->hierarchical ?
 		"At the root cgroup, cgroup_energy_subtree_joules_total plus both shares" :
 		"sum() over cgroups of cgroup_energy_joules_total plus both shares";
@@ -257,7 +268,7 @@ static void share_families(FILE *f, const struct view *v,
 			continue;
 		snprintf(name, sizeof(name), "%s%s", pre, mt->name);
 		snprintf(help, sizeof(help),
-			 "%s that the module's unowned policy (energy.info) gives %s, joules. %s equals cgroup_energy_measured_joules_total when the policy was weight since the module loaded.",
+			 "%s that the module's unowned policy (energy.info) gives %s, joules. Unfiltered, %s equals cgroup_energy_measured_joules_total when the applied policy was weight since the module loaded.",
 			 mt->help, whose, sum);
 		prom_head(f, v, name, "counter", help);
 		for (size_t i = 0; i < n; i++)
@@ -271,10 +282,7 @@ static void share_families(FILE *f, const struct view *v,
 static void cgroup_families(FILE *f, const struct view *v,
 			    const struct row *rows, size_t n)
 {
-	const char *pre = v->hierarchical ? "cgroup_energy_subtree_" : "cgroup_energy_";
-	const char *whose = v->hierarchical ?
-		"the cgroup and its descendants (live and removed)" :
-		"the cgroup's own tasks and removed children, without its shown descendants";
+	const char *pre = family_prefix(v), *whose = family_whose(v);
 	char name[NAMELEN], help[HELPLEN];
 	bool any = false;
 
@@ -318,8 +326,7 @@ static void watts_family(FILE *f, const struct view *v, const struct row *rows,
 {
 	char name[NAMELEN], help[HELPLEN], num[NUMLEN];
 
-	snprintf(name, sizeof(name), "%swatts", v->hierarchical ?
-		 "cgroup_energy_subtree_" : "cgroup_energy_");
+	snprintf(name, sizeof(name), "%swatts", family_prefix(v));
 	snprintf(help, sizeof(help), "Power of %s between the module's sample "
 		 "of this read and that of one at least 1 s older, watts.",
 		 v->hierarchical ? "the cgroup and its descendants" :
@@ -367,8 +374,12 @@ static void root_families(FILE *f, const struct view *v,
 /* what energy.info says of the source and the module's health */
 static void info_families(FILE *f, const struct view *v)
 {
-	static const char *const info_labels[] = { "source", "domains", "split",
-						    "unowned", "version" };
+	/* label, energy.info key: unowned is the policy the samples apply */
+	static const char *const info_labels[][2] = {
+		{ "source", "source" }, { "domains", "domains" },
+		{ "split", "split" }, { "unowned", "unowned_applied" },
+		{ "version", "version" },
+	};
 	const struct sample *s = v->s;
 	const char *src = info_get(&s->info, "source");
 	char num[NUMLEN];
@@ -380,11 +391,11 @@ static void info_families(FILE *f, const struct view *v)
 			  "The module's energy source (energy.info); kind is measured (RAPL) or modelled (an estimate).");
 		fputs("cgroup_energy_source_info{", f);
 		for (size_t l = 0; l < ARRAY_SIZE(info_labels); l++) {
-			const char *val = info_get(&s->info, info_labels[l]);
+			const char *val = info_get(&s->info, info_labels[l][1]);
 
 			if (!val)
 				continue;
-			fprintf(f, "%s%s=\"", first ? "" : ",", info_labels[l]);
+			fprintf(f, "%s%s=\"", first ? "" : ",", info_labels[l][0]);
 			fput_prom_label(f, val);
 			fputc('"', f);
 			first = false;

@@ -22,7 +22,7 @@
 enum key_id {
 	K_USAGE_USEC, K_ENERGY_UJ, K_WAKEUPS, K_IMPACT_USEC,
 	K_PACKAGE_UJ, K_CORE_UJ, K_UNCORE_UJ, K_DRAM_UJ, K_PSYS_UJ,
-	K_IDLE_SHARE_UJ, K_SYS_SHARE_UJ,	/* optional: older modules lack them */
+	K_IDLE_SHARE_UJ, K_SYS_SHARE_UJ,	/* optional: modules before unowned */
 	K_TOTAL_UJ, K_IDLE_UJ, K_IDLE_USEC,
 	K_IRQ_UJ, K_IRQ_USEC, K_SOFTIRQ_UJ, K_SOFTIRQ_USEC,
 	K_STEAL_UJ, K_STEAL_USEC,
@@ -36,6 +36,7 @@ static inline bool key_adds_up(enum key_id k)
 }
 
 _Static_assert(NKEYS <= 32, "cg_stat.present has one bit per key");
+_Static_assert(K_SYS_SHARE_UJ < K_TOTAL_UJ, "the shares add up over cgroups");
 
 /* the keys every energy.stat must have */
 #define REQUIRED_KEYS ((1u << K_USAGE_USEC) | (1u << K_ENERGY_UJ) | \
