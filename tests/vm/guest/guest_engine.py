@@ -1070,8 +1070,11 @@ def s_live_view(ctx):
         for cols in (80, 200):
             name = f'v{cols}'
             rc = f'/tmp/live-{cols}.rc'
+            # -d 10: the first screen stays 10 s, so that capture-pane (a
+            # process start per capture) sees it on a starved guest before
+            # the update replaces it
             sh(f'{tmux} new-session -d -s {name} -x {cols} -y 24 '
-               f'"TERM=xterm {tool} -d 1; echo \$? > {rc}"')
+               f'"TERM=xterm {tool} -d 10; echo \$? > {rc}"')
             first = wait_for(name, first_shown, 60)
             # an update: the first screen's note is gone, rates shown
             update = wait_for(name, update_shown, 60)
