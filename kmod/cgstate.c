@@ -244,6 +244,29 @@ struct cge_rec *cge_rec_get(u64 cgid, u64 parent_cgid, u64 anc_cgid)
 	return cge_root;
 }
 
+/**
+ * cge_rec_of() - the record of a live @cgrp, created if needed
+ * @cgrp: a cgroup the caller holds a reference to
+ *
+ * Return: its record, or NULL if it was removed (its record, if any, is
+ * only waiting for the reaper) or has none and cannot have one (no memory:
+ * cge_rec_create() then gives an ancestor's). Called with cge_lock held;
+ * may sleep.
+ */
+struct cge_rec *cge_rec_of(struct cgroup *cgrp)
+{
+	struct cge_rec *rec;
+
+	if (!(READ_ONCE(cgrp->self.flags) & CSS_ONLINE))
+		return NULL;
+	rec = cge_rec_find(cgroup_id(cgrp));
+	if (rec)
+		return rec;
+	cgroup_get(cgrp);
+	rec = cge_rec_create(cgrp);
+	return rec && rec->cgrp == cgrp ? rec : NULL;
+}
+
 /* Add @c to @to, each counter stopping at U64_MAX. */
 static void cge_counts_add(struct cge_counts *to, const struct cge_counts *c)
 {

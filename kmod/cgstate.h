@@ -141,12 +141,14 @@ struct cge_rec {
 	/*
 	 * Sampler only (unowned.c): its cgroup's cpu.weight as last read, in
 	 * which of unowned.c's read generations (0: never), its weight among
-	 * its siblings in this sample's share (0: no task), its part of each
-	 * kind.
+	 * its siblings in this sample's share (0: no task), why this sample
+	 * shares its part apart (cpuset: a partition, or above partitions
+	 * only; 0: not), its part of each kind.
 	 */
 	u32 un_cpuw;
 	u32 un_gen;
 	u32 un_w;
+	u8 un_part;
 	u64 un_uj[CGE_UN_NR];
 	/* its own tasks' time below a whole µs (total.h) */
 	u32 usage_rem_ns;
@@ -185,6 +187,7 @@ void cge_cgstate_exit(void);
 
 struct cge_rec *cge_rec_get(u64 cgid, u64 parent_cgid, u64 anc_cgid);
 struct cge_rec *cge_rec_find(u64 cgid);
+struct cge_rec *cge_rec_of(struct cgroup *cgrp);
 struct cge_rec *cge_rec_root(void);
 u64 cge_rec_nearest(struct cgroup *cg);
 void cge_rec_add(struct cge_rec *rec, const struct cge_delta *d,

@@ -297,4 +297,30 @@ static inline struct cgroup_subsys_state *cge_cpu_css(struct cgroup *cgrp)
 	return NULL;
 }
 
+/*
+ * @cgrp's css of the cpuset controller, if the controller is enabled on it:
+ * where its cpuset.* files are. NULL on a kernel built without it.
+ * rcu_read_lock() held.
+ */
+static inline struct cgroup_subsys_state *cge_cpuset_css(struct cgroup *cgrp)
+{
+#if IS_ENABLED(CONFIG_CPUSETS)
+	return rcu_dereference(cgrp->subsys[cpuset_cgrp_id]);
+#else
+	return NULL;
+#endif
+}
+
+/* Before 5.12, file_open_root() took the root's dentry and mount. */
+#if !CGE_HAVE_FILE_OPEN_ROOT_PATH
+static inline struct file *cge_file_open_root(const struct path *root,
+					      const char *name, int flags,
+					      umode_t mode)
+{
+	return file_open_root(root->dentry, root->mnt, name, flags, mode);
+}
+
+#define file_open_root cge_file_open_root
+#endif
+
 #endif /* CGE_COMPAT_H */

@@ -20,6 +20,7 @@
 #include "params.h"
 #include "snap.h"
 #include "emu.h"
+#include "cpuset.h"
 
 static int __init cge_init(void)
 {
@@ -27,10 +28,10 @@ static int __init cge_init(void)
 
 	ret = cge_params_load();
 	if (ret)
-		return ret;
+		goto err_cpuset;
 	ret = cge_emu_init();
 	if (ret)
-		return ret;
+		goto err_cpuset;
 	ret = cge_probe_alloc();
 	if (ret)
 		goto err_emu;
@@ -39,6 +40,13 @@ static int __init cge_init(void)
 		goto err_probe_free;
 	/* after the records it looks up, before the sampler that reaps them */
 	cge_gone_init();
+	/* the partitions read before the first sample (unowned=cpuset) */
+	ret = cge_cpuset_start(cge_unowned_param == CGE_UNOWNED_CPUSET);
+	if (ret) {
+		pr_err("refused unowned=cpuset: cannot read the partitions below /sys/fs/cgroup (%d)\n",
+		       ret);
+		goto err_gone;
+	}
 	ret = cge_sampler_init();
 	if (ret)
 		goto err_gone;
@@ -62,6 +70,9 @@ err_probe_free:
 	cge_probe_free();
 err_emu:
 	cge_emu_exit();
+err_cpuset:
+	/* unowned=cpuset given at load holds the cgroup2 mount */
+	cge_cpuset_stop();
 	return ret;
 }
 
@@ -70,6 +81,7 @@ static void __exit cge_exit(void)
 	cge_fs_exit();
 	cge_probe_exit();
 	cge_sampler_exit();
+	cge_cpuset_stop();
 	cge_snap_exit();
 	cge_gone_exit();
 	cge_cgstate_exit();

@@ -16,6 +16,7 @@
 #include "model.h"
 #include "impact.h"
 #include "unowned.h"
+#include "cpuset.h"
 
 unsigned int cge_interval_ms = 100;
 unsigned int cge_model_idle_mw = 740;
@@ -49,6 +50,7 @@ static const char * const cge_split_names[] = {
 static const char * const cge_unowned_names[] = {
 	[CGE_UNOWNED_NONE] = "none",
 	[CGE_UNOWNED_WEIGHT] = "weight",
+	[CGE_UNOWNED_CPUSET] = "cpuset",
 };
 
 const char *cge_unowned_name(int policy)
@@ -130,9 +132,12 @@ int cge_params_load(void)
 	return ret;
 }
 
-/* A value of @names; a refusal names them all ("expected a, b or c"). */
-static int cge_set_enum(const char *val, const struct kernel_param *kp,
-			const char * const *names, int n)
+/*
+ * The index of @val in @names, or a refusal that names them all ("expected
+ * a, b or c").
+ */
+static int cge_match_enum(const char *val, const struct kernel_param *kp,
+			  const char * const *names, int n)
 {
 	int i = __sysfs_match_string(names, n, val), len;
 	char why[64];
@@ -145,6 +150,17 @@ static int cge_set_enum(const char *val, const struct kernel_param *kp,
 					 names[i]);
 		return cge_refuse(kp, val, why);
 	}
+	return i;
+}
+
+/* A value of @names. */
+static int cge_set_enum(const char *val, const struct kernel_param *kp,
+			const char * const *names, int n)
+{
+	int i = cge_match_enum(val, kp, names, n);
+
+	if (i < 0)
+		return i;
 	WRITE_ONCE(*(int *)kp->arg, i);
 	return 0;
 }
@@ -177,10 +193,35 @@ static int cge_get_split(char *buf, const struct kernel_param *kp)
 	return cge_get_enum(buf, kp, cge_split_names);
 }
 
+/*
+ * cpuset reads the partitions below /sys/fs/cgroup as the writer sees it:
+ * refused, changing nothing, where that is not the cgroup2 hierarchy's
+ * root (cge_cpuset_pin()). At load only recorded: the module's init pins
+ * it, in modprobe's context, once there is a module to unpin it. Writers
+ * are serialised (kernel_param_lock).
+ */
 static int cge_set_unowned(const char *val, const struct kernel_param *kp)
 {
-	return cge_set_enum(val, kp, cge_unowned_names,
-			    ARRAY_SIZE(cge_unowned_names));
+	int i = cge_match_enum(val, kp, cge_unowned_names,
+			       ARRAY_SIZE(cge_unowned_names));
+	char why[80];
+	int ret;
+
+	if (i < 0)
+		return i;
+	if (i == CGE_UNOWNED_CPUSET && READ_ONCE(cge_params_live)) {
+		ret = cge_cpuset_pin();
+		if (ret) {
+			snprintf(why, sizeof(why),
+				 "cannot read the partitions below /sys/fs/cgroup (%d)",
+				 ret);
+			return cge_refuse(kp, val, why);
+		}
+	}
+	WRITE_ONCE(cge_unowned_param, i);
+	if (i != CGE_UNOWNED_CPUSET)
+		cge_cpuset_unpin();
+	return 0;
 }
 
 static int cge_get_unowned(char *buf, const struct kernel_param *kp)
@@ -275,4 +316,4 @@ module_param_cb(kqos_background, &cge_coef_ops, &cge_coefs.kqos_background,
 		0644);
 MODULE_PARM_DESC(kqos_background, "Energy impact per CPU-second, background QoS (default 0.8)");
 module_param_cb(unowned, &cge_unowned_ops, &cge_unowned_param, 0644);
-MODULE_PARM_DESC(unowned, "Energy no task drew: none (at the root) or weight (shared by cpu.weight) (default none)");
+MODULE_PARM_DESC(unowned, "Energy no task drew: none (at the root), weight (shared by cpu.weight) or cpuset (a partition's CPUs' to it, then by cpu.weight) (default none)");

@@ -47,12 +47,14 @@ CGE_HAVE_CPU_IS_ISOLATED := $(call cge_probe,include/linux/sched/isolation.h,boo
 CGE_HAVE_TAINT_TEST := $(call cge_probe,include/linux/panic.h,define TAINT_TEST)
 # 7.x: cgroup_has_tasks() in cgroup.h (the populated counts are the css's)
 CGE_HAVE_CGROUP_HAS_TASKS := $(call cge_probe,include/linux/cgroup.h,bool cgroup_has_tasks)
+# 5.12: file_open_root() takes a struct path, not a dentry and a mount
+CGE_HAVE_FILE_OPEN_ROOT_PATH := $(call cge_probe,include/linux/fs.h,file_open_root.const struct path)
 
 CGE_PROBES := SIMPLE_INODE_INIT_TS KN_NAME_RCU D_REVALIDATE_DIR \
 	      SET_DEFAULT_D_OP INODE_JUST_DROP RDMSRQ SYSTEM_PERCPU_WQ \
 	      INODE_SET_CTIME_CURRENT MAX_DIES SCHED_SWITCH_PREV_STATE \
 	      CGROUP_GET_FROM_ID X86_FEATURE_RAPL TAINT_TEST TASK_IS_RUNNING \
-	      HK_TYPE CPU_IS_ISOLATED CGROUP_HAS_TASKS
+	      HK_TYPE CPU_IS_ISOLATED CGROUP_HAS_TASKS FILE_OPEN_ROOT_PATH
 ccflags-y += $(foreach p,$(CGE_PROBES),-DCGE_HAVE_$(p)=$(CGE_HAVE_$(p)))
 # once per build: in the compile pass, not again when modpost reads this
 ifneq ($(findstring Makefile.build,$(MAKEFILE_LIST)),)

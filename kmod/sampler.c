@@ -80,6 +80,8 @@ static u64 cge_psys_left_uj;
 static unsigned int cge_psys_left_cpus;
 /* This sample's energy no task drew, by kind (unowned.c). */
 static u64 cge_unowned_uj[CGE_UN_NR];
+/* unowned=cpuset with partitions: each CPU's time goes to its owner's */
+static bool cge_by_owner;
 /* This sample's interval, for the power averages (power.c). */
 static struct cge_power_step cge_step;
 
@@ -375,18 +377,30 @@ static void cge_fold(struct cge_cpu_sample *cs, unsigned int nr,
 	}
 }
 
+/* @sys's interrupt, softirq and steal time, summed. */
+static u64 cge_sys_ns(const struct cge_systime *sys)
+{
+	u64 ns = 0;
+	int k;
+
+	for (k = 0; k < CGE_SYS_NR; k++)
+		ns += sys->ns[k];
+	return ns;
+}
+
 /*
  * Drain @cpu into cge_cs[@i] (@ran: set to @cpu if it ran a task and @ran
  * is not set yet), and take its interrupt, softirq and steal time out of
- * its idle time into @sys.
+ * its idle time into @sys; with unowned=cpuset's partitions, both to its
+ * owner's (cge_unowned_cpu()).
  * Return: its CPU time; the tasks' part of it is added to @busy.
  */
 static u64 cge_drain_cpu(unsigned int cpu, unsigned int i, int *ran,
 			 struct cge_systime *sys, u64 *busy)
 {
 	struct cge_cpu_sample *cs = &cge_cs[i];
+	u64 idle, tasks = 0, sys_ns = 0;
 	struct task_struct *idle_task;
-	u64 idle, tasks = 0;
 	unsigned int k;
 	bool r;
 
@@ -394,7 +408,11 @@ static u64 cge_drain_cpu(unsigned int cpu, unsigned int i, int *ran,
 	if (r && *ran < 0)
 		*ran = cpu;
 	idle = cs->idle_ns;
+	if (cge_by_owner)
+		sys_ns = cge_sys_ns(sys);
 	cge_systime_take(cpu, idle_task, &cs->idle_ns, sys);
+	if (cge_by_owner)
+		cge_unowned_cpu(cpu, cs->idle_ns, cge_sys_ns(sys) - sys_ns);
 	for (k = 0; k < cs->nr; k++)
 		tasks += cs->slot[k].ns;
 	*busy += tasks;
@@ -573,7 +591,9 @@ static unsigned int cge_pkg_read_cpu(const struct cge_pkg *pkg)
 
 /*
  * Read @pkg's energy for this interval and split it between the @n charged
- * records, @sys's kinds and idle; @idle_ns is its CPUs' idle time.
+ * records, @sys's kinds and idle; @idle_ns is its CPUs' idle time. With
+ * unowned=cpuset's partitions, idle's and the kinds' energy go on to the
+ * owners of its CPUs (cge_unowned_pkg()).
  * Interrupts and softirqs count as busy for the power model, steal as idle:
  * the CPU ran someone else. Not inlined: make bench times it with ftrace.
  */
@@ -582,7 +602,8 @@ static noinline void cge_split_pkg(struct cge_pkg *pkg, unsigned int n,
 {
 	struct cge_root_stat *rs = &cge_root_stat;
 	u64 active_ns = sys->ns[CGE_SYS_IRQ] + sys->ns[CGE_SYS_SOFTIRQ];
-	u64 busy_ns, lost_ns, idle_uj, sys_uj[CGE_SYS_NR];
+	u64 busy_ns, lost_ns, idle_uj, sys_uj[CGE_SYS_NR], un[CGE_UN_NR];
+	u64 other_ns = cge_repaid_ns;
 	struct cge_energy e;
 	unsigned int i, k;
 
@@ -623,12 +644,17 @@ static noinline void cge_split_pkg(struct cge_pkg *pkg, unsigned int n,
 	rs->total_uj = cge_sat_add(rs->total_uj, e.headline_uj);
 	rs->idle_uj = cge_sat_add(rs->idle_uj, idle_uj);
 	cge_time_add(&rs->idle, idle_ns);
-	cge_unowned_uj[CGE_UN_IDLE] += idle_uj;
+	un[CGE_UN_IDLE] = idle_uj;
+	un[CGE_UN_SYS] = 0;
 	for (k = 0; k < CGE_SYS_NR; k++) {
-		cge_unowned_uj[CGE_UN_SYS] += sys_uj[k];
+		un[CGE_UN_SYS] += sys_uj[k];
 		rs->sys_uj[k] = cge_sat_add(rs->sys_uj[k], sys_uj[k]);
 		cge_time_add(&rs->sys[k], sys->ns[k]);
 	}
+	for (k = 0; k < CGE_UN_NR; k++)
+		cge_unowned_uj[k] += un[k];
+	if (cge_by_owner)
+		cge_unowned_pkg(un, other_ns + lost_ns);
 }
 
 /* Packages from @from on are new: set up their counters. */
@@ -679,6 +705,8 @@ static void cge_sample_locked(void)
 
 	lockdep_assert_held(&cge_lock);
 	policy = cge_unowned_policy();
+	cge_sampler_health.unowned_partitions = cge_unowned_begin(policy);
+	cge_by_owner = cge_sampler_health.unowned_partitions;
 	cge_params_coefs(&cge_k);
 	cge_power_step(&cge_step, cge_step.end_ns, now);
 	if (now >= cge_reap_due_ns) {
@@ -718,9 +746,9 @@ static void cge_sample_locked(void)
  * unbound workqueue gives neither: it may run the work on any CPU, a
  * tickless or an idle one included. Under cpus_read_lock(): the CPU stays
  * online until the work (or its timer) is queued. A sample is short work,
- * which a per-CPU worker may hold.
+ * which a per-CPU worker may hold. cpuset.c queues its scan there too.
  */
-static int cge_sample_cpu(void)
+int cge_sample_cpu(void)
 {
 	int cpu, hk;
 

@@ -33,6 +33,8 @@ struct cge_sampler_health {
 	u64 unowned_since;
 	u64 unowned_changes;
 	int unowned_applied;
+	/* partitions that own CPUs, in the last sample (unowned=cpuset) */
+	unsigned int unowned_partitions;
 };
 
 /* Under cge_lock. */
@@ -43,5 +45,6 @@ void cge_sampler_exit(void);
 const struct cge_source *cge_sampler_source(void);
 unsigned int cge_sampler_packages(void);
 u64 cge_sampler_interval_end(void);
+int cge_sample_cpu(void);
 
 #endif /* CGE_SAMPLER_H */

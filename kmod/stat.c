@@ -18,6 +18,7 @@
 #include "params.h"
 #include "impact.h"
 #include "unowned.h"
+#include "cpuset.h"
 
 static const char * const cge_dom_keys[CGE_DOM_NR] = {
 	[CGE_DOM_PKG] = CGE_KEY_PACKAGE_UJ,
@@ -211,6 +212,8 @@ int cge_info_show(struct seq_file *m, bool host)
 		   cge_unowned_name(h.unowned_applied) : "-");
 	seq_printf(m, "unowned_since_sample %llu\n", h.unowned_since);
 	seq_printf(m, "unowned_changes %llu\n", h.unowned_changes);
+	seq_printf(m, "unowned_partitions %u\n", h.unowned_partitions);
+	seq_printf(m, "unowned_partition_scans %llu\n", cge_cpuset_scans());
 	seq_printf(m, "interval_ms %u\n", READ_ONCE(cge_interval_ms));
 	seq_printf(m, "model_idle_mw %u\n", READ_ONCE(cge_model_idle_mw));
 	seq_printf(m, "model_busy_mw %u\n", READ_ONCE(cge_model_busy_mw));

@@ -18,8 +18,12 @@ enum cge_unowned_kind {
 enum cge_unowned_policy {
 	CGE_UNOWNED_NONE,
 	CGE_UNOWNED_WEIGHT,
+	CGE_UNOWNED_CPUSET,
 };
 
+unsigned int cge_unowned_begin(int policy);
+void cge_unowned_cpu(unsigned int cpu, u64 idle_ns, u64 sys_ns);
+void cge_unowned_pkg(const u64 *uj, u64 other_ns);
 void cge_unowned_share(int policy, const u64 *uj, u64 now, bool start);
 
 #endif /* CGE_UNOWNED_H */
