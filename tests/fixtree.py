@@ -252,7 +252,8 @@ def share_stat(path, policy="weight", keys=True, own=None):
     power averages, the shares, the own_ keys, at the root the root-only
     keys. The root's idle_uj is every cgroup's idle share, its irq_uj +
     softirq_uj + steal_uj their sys share: with policy "weight" since load,
-    energy_uj + idle_share_uj + sys_share_uj == total_uj. Policy "none":
+    energy_uj + idle_share_uj + sys_share_uj == total_uj, as with "cpuset"
+    (which shares them otherwise, not more). Policy "none":
     the shares are 0; keys False: an older module, without them. own:
     other own_ values than SHARE_OWN's, for the same cgroups."""
     every = own or SHARE_OWN
@@ -260,7 +261,7 @@ def share_stat(path, policy="weight", keys=True, own=None):
             if p == path or path == "/" or p.startswith(path + "/")]
     tot = [sum(every[p][i] for p in mine) for i in range(6)]
     own = list(every[path])
-    if policy != "weight":
+    if policy == "none":
         tot[4:] = own[4:] = [0, 0]
     cols = SHARE_COLS if keys else SHARE_COLS[:4]
     values = dict(zip(cols[:4], tot))
@@ -287,7 +288,9 @@ def share_tree(root, policy="weight", keys=True, tree_file=True):
             "interval_ms": 100, "last_sample_ns": 10**12, "samples": 42}
     if keys:
         info.update(unowned=policy, unowned_applied=policy,
-                    unowned_since_sample=1, unowned_changes=0)
+                    unowned_since_sample=1, unowned_changes=0,
+                    unowned_partitions=int(policy == "cpuset"),
+                    unowned_partition_scans=41 if policy == "cpuset" else 0)
     t = Tree(root, info=info)
     for path in SHARE_OWN:
         t.write(path, stat_text(share_stat(path, policy, keys)))

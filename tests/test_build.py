@@ -69,7 +69,7 @@ def test_tool_builds_without_kernel_headers(tmp_path):
 # does); its 0 branch is built by test_probe_branch_no_packaged_kernel_takes.
 NEW_IN_5_10 = ('SCHED_SWITCH_PREV_STATE', 'CGROUP_GET_FROM_ID',
                'X86_FEATURE_RAPL', 'TAINT_TEST', 'TASK_IS_RUNNING', 'HK_TYPE',
-               'CPU_IS_ISOLATED')
+               'CPU_IS_ISOLATED', 'FILE_OPEN_ROOT_PATH')
 # 7.x's: cgroup_has_tasks() in cgroup.h
 NEW_IN_7 = ('CGROUP_HAS_TASKS',)
 PROBES_EXPECTED = {

@@ -57,7 +57,7 @@ def test_model_pair_loads_in_either_order(res):
 
 @pytest.mark.parametrize('params, why', [
     ('source=bogus', 'expected auto, rapl or model'),
-    ('unowned=fair', 'expected none or weight'),
+    ('unowned=fair', 'expected none, weight or cpuset'),
     ('interval_ms=0', 'expected 10-10000 (ms)'),
     ('interval_ms=9', 'expected 10-10000 (ms)'),
     ('interval_ms=10001', 'expected 10-10000 (ms)'),

@@ -488,7 +488,8 @@ def test_served_shares_add_up_to_measured(tool, tmp_path):
     --prometheus's, with both share families (OpenMetrics too), and sum()
     over cgroups of cgroup_energy_joules_total and both shares is
     cgroup_energy_measured_joules_total exactly; the subtree view's root
-    series add up the same. unowned=none: the families, all 0."""
+    series add up the same; with unowned=cpuset too. unowned=none: the
+    families, all 0."""
     from decimal import Decimal
     t = share_tree(tmp_path / "w")
     x = Exporter(tool, t.path)
@@ -517,6 +518,17 @@ def test_served_shares_add_up_to_measured(tool, tmp_path):
     assert sum(Decimal(h[f"cgroup_energy_subtree_{f}{{cgroup=\"/\"}}"])
                for f in ("joules_total", "idle_share_joules_total",
                          "sys_share_joules_total")) == measured
+    assert s["cgroup_energy_unowned_partitions"] == "0"
+    # cpuset: the same sums, its label and its partitions
+    cs = prom_samples(run(tool, "--root",
+                          share_tree(tmp_path / "c", "cpuset").path,
+                          "--prometheus", check_rc=0).out)
+    assert sum(Decimal(v) for k, v in cs.items() if k.startswith(
+        ("cgroup_energy_joules_total{", "cgroup_energy_idle_share_joules_"
+         "total{", "cgroup_energy_sys_share_joules_total{"))) == measured
+    assert 'unowned="cpuset"' in next(k for k in cs if k.startswith(
+        "cgroup_energy_source_info{"))
+    assert cs["cgroup_energy_unowned_partitions"] == "1"
     none = run(tool, "--root", share_tree(tmp_path / "n", "none").path,
                "--prometheus", check_rc=0).out
     promtool_check(none)

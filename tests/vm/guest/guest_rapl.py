@@ -9,6 +9,7 @@ usage: guest_rapl.py MODULE.ko CGWORK PROFILE [isolated]
 With 'isolated', the boot has an isolated CPU (test_rapl_isolated.py) and
 runs s_isolated only."""
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -17,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1].parent))
 from vm.harness import SUSPEND_CYCLE  # noqa: E402
 
 from common import (CG, EN, LOOP_MAX_S, PARAMS, Work, root_terms_add_up,
-                    dmesg, freeze, get_param, housekeeping_on_cpu0, info,
+                    cpu_usage, dmesg, freeze, get_param, housekeeping_on_cpu0, info,
                     insmod, mkcg, mount_en, next_sample, rmmod, running,
                     scenarios, set_param, sh, stat, umount_en, usage_at)
 
@@ -104,6 +105,18 @@ def task_picks():
         f = line.split()
         if f and f[0].startswith('cpu') and f[0][3:].isdigit():
             out[int(f[0][3:])] = int(f[3]) - int(f[4])
+    return out
+
+
+def cpu_run_ns():
+    """{cpu: ns its tasks ran (not idle) since boot}: /proc/schedstat's
+    rq_cpu_time, the 7th field of its cpuN line (sched_info, kept whether
+    or not SCHEDSTATS counts)."""
+    out = {}
+    for line in Path('/proc/schedstat').read_text().splitlines():
+        f = line.split()
+        if f and f[0].startswith('cpu') and f[0][3:].isdigit():
+            out[int(f[0][3:])] = int(f[7])
     return out
 
 
@@ -274,16 +287,17 @@ def cgroup_tree():
     return out
 
 
-def expected_shares(tree, pool):
+def expected_shares(tree, pool, top='', skip=()):
     """{rel: (its part, its own tasks' part)} of @pool µJ shared by weight
-    down @tree (cgroup_tree()), exactly, as Fractions: the test's reference,
-    from the cgroup files, not from the module."""
+    down @tree (cgroup_tree()) from @top, the subtrees of @skip left out,
+    exactly, as Fractions: the test's reference, from the cgroup files, not
+    from the module."""
     from fractions import Fraction
     out = {}
 
     def give(rel, part):
         node = tree[rel]
-        kids = node['children']
+        kids = [k for k in node['children'] if k not in skip]
         wsum = (WEIGHT_DFL if node['own_tasks'] else 0) + sum(
             tree[k]['weight'] for k in kids)
         given = Fraction(0)
@@ -292,8 +306,18 @@ def expected_shares(tree, pool):
             given += sub
             give(k, sub)
         out[rel] = (part, part - given)
-    give('', Fraction(pool))
+    give(top, Fraction(pool))
     return out
+
+
+def start_runs(tree):
+    """Start what runs in each cgroup of @tree (UNOWNED_TREE's shape): a
+    busy loop on CPU 0, or a sleeper. Returns ({cgroup: what}, processes)."""
+    runs = {rel: what for rel, (_, what) in tree.items() if what}
+    ws = [W.start(rel, 'busy', LOOP_MAX_S, cpu=0) if what == 'busy' else
+          W.start(rel, 'sleeper', 50_000, LOOP_MAX_S)
+          for rel, what in runs.items()]
+    return runs, ws
 
 
 def s_unowned(ctx):
@@ -309,13 +333,7 @@ def s_unowned(ctx):
             (CG / rel / 'cpu.weight').write_text(f'{w}\n')
     bad = set_param('unowned', 'fair')
     bad_kept = get_param('unowned')
-    runs = {rel: what for rel, (_, what) in UNOWNED_TREE.items() if what}
-    ws = []
-    for rel, what in runs.items():
-        if what == 'busy':
-            ws.append(W.start(rel, 'busy', LOOP_MAX_S, cpu=0))
-        else:
-            ws.append(W.start(rel, 'sleeper', 50_000, LOOP_MAX_S))
+    runs, ws = start_runs(UNOWNED_TREE)
     rels = ['', *UNOWNED_TREE]
     try:
         running(runs)
@@ -360,6 +378,115 @@ def s_unowned(ctx):
             'expected': {r: [float(exp[r][0]), float(exp[r][1])]
                          if r in exp else [0.0, 0.0] for r in rels},
             'weights': {r: tree_b[r]['weight'] for r in tree_b}}
+
+
+# s_unowned_cpuset's partition, beside UNOWNED_TREE: it owns the last CPU
+# (intel-client: package 1, the whole of it), its cgroups sleepers only, so
+# that CPU idles most of the window.
+PART_TREE = {'part': (None, None), 'part/p': (300, 'sleeper'),
+             'part/q': (100, 'sleeper')}
+
+
+def truth_at():
+    """truth(), when it was read ('at_ns', CLOCK_MONOTONIC), the kernel's
+    CPU time of the partition's tasks then ('part_us', cpu.stat) and of
+    every CPU's tasks ('run_ns', cpu_run_ns())."""
+    t = truth()
+    t['at_ns'] = time.monotonic_ns()
+    t['part_us'] = cpu_usage('part')
+    t['run_ns'] = cpu_run_ns()
+    return t
+
+
+# 5.10 moves the per-CPU kernel threads of the root off the CPUs a new
+# partition takes (cpuset's update_tasks_cpumask(); later kernels leave
+# them): its per-CPU workqueues then run work on the wrong CPU, which
+# warns (and panics the test guests, panic_on_warn). There, no partition:
+# cpuset with none shares as weight does.
+PARTITIONS_SAFE = tuple(map(int, re.match(
+    r'(\d+)\.(\d+)', os.uname().release).groups())) >= (6, 1)
+
+
+def s_unowned_cpuset(ctx):
+    """unowned=cpuset: a valid partition ('root') owns the last CPU; over a
+    3 s window its cgroups share that CPU's unowned energy by their weights,
+    the rest of the tree the other CPUs' (the partition left out), against
+    the emulator's energy and the cgroup files; energy.info's partitions.
+    Without PARTITIONS_SAFE, the same with 'part' a member: by weight."""
+    last = os.cpu_count() - 1
+    sh('echo +cpu +cpuset > /sys/fs/cgroup/cgroup.subtree_control')
+    mkcg(*UNOWNED_TREE, *PART_TREE)
+    sh('echo +cpu > /sys/fs/cgroup/un/cgroup.subtree_control')
+    sh('echo +cpu > /sys/fs/cgroup/part/cgroup.subtree_control')
+    for rel, (w, _) in {**UNOWNED_TREE, **PART_TREE}.items():
+        if w:
+            (CG / rel / 'cpu.weight').write_text(f'{w}\n')
+    (CG / 'part/cpuset.cpus').write_text(f'{last}\n')
+    if PARTITIONS_SAFE:
+        (CG / 'part/cpuset.cpus.partition').write_text('root\n')
+    partition = (CG / 'part/cpuset.cpus.partition').read_text().strip()
+    runs, ws = start_runs({**UNOWNED_TREE, **PART_TREE})
+    rels = ['', *UNOWNED_TREE, *PART_TREE]
+    try:
+        running(runs)
+        # by time alone: the reference below is a CPU's idle time
+        set_param('split', 'time')
+        set_ok = set_param('unowned', 'cpuset')
+        next_sample(rels)
+        a = next_sample(rels, extra=truth_at)
+        tree_a = cgroup_tree()
+        time.sleep(3)
+        b = next_sample(rels, extra=truth_at)
+        tree_b = cgroup_tree()
+        effective = (CG / 'part/cpuset.cpus.effective').read_text().strip()
+    finally:
+        W.stop(ws, runs)
+    set_param('unowned', 'none')
+    set_param('split', 'impact')
+    (CG / 'part/cpuset.cpus.partition').write_text('member\n')
+    after = next_sample()
+    pkgs = pkg_uj(a['extra'], b['extra'])
+    pool = sum(pkgs.values()) - delta(a, b, '', 'energy_uj')
+    got = {r: {'part': delta(a, b, r, 'idle_share_uj') +
+               delta(a, b, r, 'sys_share_uj'),
+               'own': delta(a, b, r, 'own_idle_share_uj') +
+               delta(a, b, r, 'own_sys_share_uj')} for r in rels}
+    part_pool = got['part']['part']
+    # the reference: the rest of the pool down the tree without the
+    # partition, the partition's down its own subtree; the root's part
+    # holds both
+    if partition == 'root':
+        exp = expected_shares(tree_b, pool - part_pool, skip=('part',))
+        exp.update(expected_shares(tree_b, part_pool, top='part'))
+        exp[''] = (exp[''][0] + part_pool, exp[''][1])
+    else:
+        exp = expected_shares(tree_b, pool)
+    cpu_pkg = {c: v['pkg'] for c, v in counters(b['extra'], 'cpu').items()}
+    return {'set': set_ok, 'partition': partition, 'effective': effective,
+            'last_cpu': last, 'kernel': os.uname().release,
+            'partitions_safe': PARTITIONS_SAFE,
+            'info_a': {k: a['info'][k] for k in a['info']
+                       if k.startswith('unowned')},
+            'info_after': {k: after['info'][k] for k in after['info']
+                           if k.startswith('unowned')},
+            'samples': b['info']['samples'] - a['info']['samples'],
+            'same_tree': tree_a == tree_b,
+            'unrecorded': [r for r in tree_b if not stat(r)['usage_usec']],
+            'pool': pool, 'part_pool': part_pool,
+            'root_shares': got['']['part'],
+            'pkg_uj': {str(p): v for p, v in pkgs.items()},
+            'last_pkg': cpu_pkg.get(last),
+            'pkg_cpus': {str(p): sorted(c for c, q in cpu_pkg.items()
+                                        if q == p) for p in pkgs},
+            'part_energy': delta(a, b, 'part', 'energy_uj'),
+            'window_ns': b['extra']['at_ns'] - a['extra']['at_ns'],
+            'part_cpu_ns': 1000 * (b['extra']['part_us'] -
+                                   a['extra']['part_us']),
+            'last_run_ns': b['extra']['run_ns'][last] -
+            a['extra']['run_ns'][last],
+            'got': got,
+            'expected': {r: [float(exp[r][0]), float(exp[r][1])]
+                         if r in exp else [0.0, 0.0] for r in rels}}
 
 
 # Power scale of s_wrap: the fastest counter wraps about every second (AMD's
@@ -863,12 +990,14 @@ def s_end(ctx):
 
 
 SCENARIOS = {
-    'intel-client': [s_detect, s_conservation_hw, s_unowned, s_wrap,
+    'intel-client': [s_detect, s_conservation_hw, s_unowned,
+                     s_unowned_cpuset, s_wrap,
                      s_packages, s_psys, s_busy_mw, s_steps, s_suspend,
                      s_faults, s_end],
     'intel-server': [s_late_cpu, s_detect, s_conservation_hw, s_unowned,
                      s_wrap, s_packages, s_overflow, s_end],
-    'amd-zen': [s_detect, s_conservation_hw, s_unowned, s_wrap, s_cores,
+    'amd-zen': [s_detect, s_conservation_hw, s_unowned, s_unowned_cpuset,
+                s_wrap, s_cores,
                 s_sibling, s_end],
 }
 
