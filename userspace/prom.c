@@ -126,7 +126,10 @@ static const struct {
 	{ "alloc_failures", "cgroup_energy_alloc_failures_total", "counter",
 	  "Allocations that failed in the module.", 0 },
 	{ "unowned_changes", "cgroup_energy_unowned_changes_total", "counter",
-	  "Changes of the unowned policy the module's samples apply since it loaded; while 0 with the applied policy weight (cgroup_energy_source_info's unowned label), energy and both shares add up to the measured energy.",
+	  "Changes of the unowned policy the module's samples apply since it loaded; while 0 with the applied policy weight or cpuset (cgroup_energy_source_info's unowned label), energy and both shares add up to the measured energy.",
+	  0 },
+	{ "unowned_partitions", "cgroup_energy_unowned_partitions", "gauge",
+	  "Cpuset partitions that own CPUs in the module's last sample (unowned=cpuset), their CPUs' idle and interrupt energy theirs.",
 	  0 },
 	{ "records", "cgroup_energy_records", "gauge",
 	  "Cgroup records the module holds.", 0 },
@@ -268,7 +271,7 @@ static void share_families(FILE *f, const struct view *v,
 			continue;
 		snprintf(name, sizeof(name), "%s%s", pre, mt->name);
 		snprintf(help, sizeof(help),
-			 "%s that the module's unowned policy (energy.info) gives %s, joules. Unfiltered, %s equals cgroup_energy_measured_joules_total when the applied policy was weight since the module loaded.",
+			 "%s that the module's unowned policy (energy.info) gives %s, joules. Unfiltered, %s equals cgroup_energy_measured_joules_total when the applied policy was weight or cpuset since the module loaded.",
 			 mt->help, whose, sum);
 		prom_head(f, v, name, "counter", help);
 		for (size_t i = 0; i < n; i++)
