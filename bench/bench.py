@@ -777,12 +777,14 @@ def markdown(d):
           '*unowned* is the active samples again with `unowned=weight` and '
           'the cpu controller on every one of those cgroups: the share of '
           'the energy no task drew (`cge_unowned_share()`, a cpu.weight '
-          'read per cgroup), and the whole sample with it.', '',
+          'read per cgroup), and the whole sample with it; *cpuset* the '
+          'same with `unowned=cpuset` and an empty partition that owns the '
+          'last CPU (each CPU\'s time kept apart, a second walk).', '',
           '| cgroups | records | B/record | interval | idle: total | '
           'idle: work | active: total | active: work | drain | reap | '
           'reap, flood | probe ns | cache overflows | unowned: share | '
-          'unowned: total |',
-          '|' + '---|' * 15]
+          'unowned: total | cpuset: share | cpuset: total |',
+          '|' + '---|' * 17]
 
     def mm(x):
         if not x or x.get('median') is None:
@@ -803,12 +805,13 @@ def markdown(d):
     for r in counts:
         if r.get('error'):
             L.append(f'| {r["cgroups"]} | error: {r["error"][:200]} |'
-                     + ' |' * 13)
+                     + ' |' * 15)
             continue
         bpr = (round(r['record_bytes'] / r['records']) if r.get('records')
                else None)
         probe = r.get('probe') or {}
         un = r.get('active_unowned') or {}
+        cs = r.get('active_cpuset') or {}
         L.append(f'| {r["cgroups"]} | {r["records"]} | {fmt(bpr)} | '
                  f'{r["interval_ms"]} ms | {mm(r["idle"]["total"])} | '
                  f'{mm(r["idle"]["work"])} | {mm(r["active"]["total"])} | '
@@ -816,7 +819,8 @@ def markdown(d):
                  f'{mm(r["active"]["reap"])} | {flood(r.get("flood"))} | '
                  f'{fmt(probe.get("ns"), 0)} | '
                  f'{r.get("cache_overflows", "n/a")} | '
-                 f'{mm(un.get("unowned"))} | {mm(un.get("total"))} |')
+                 f'{mm(un.get("unowned"))} | {mm(un.get("total"))} | '
+                 f'{mm(cs.get("unowned"))} | {mm(cs.get("total"))} |')
     if raw.get('sampler', {}).get('error'):
         L.append(f'\nsampler: error: {raw["sampler"]["error"][:300]}')
     L += records_md(raw.get('records', {}))

@@ -811,21 +811,38 @@ def measure(load, k, active):
     return out
 
 
-def unowned_measure(load, k):
-    """measure(active) again with unowned=weight, the cpu controller on in
+def unowned_measure(load, k, policy='weight'):
+    """measure(active) again with unowned=@policy, the cpu controller on in
     the root and in load's parent, so that a share reads each cgroup's
-    cpu.weight: the policy's work is the 'unowned' part. Both undone after."""
+    cpu.weight: the policy's work is the 'unowned' part. cpuset: with an
+    empty partition that owns the last CPU (the load runs on the others),
+    so that the sample keeps each CPU's time apart and walks twice (this
+    driver, pinned there, moves to the others meanwhile). All undone
+    after."""
     ctl = [CG / 'cgroup.subtree_control', load.base / 'cgroup.subtree_control']
+    part = CG / 'bench_part'
     done = []
     try:
         for f in ctl:
             f.write_text('+cpu\n')
             done.append(f)
-        (PARAMS / 'unowned').write_text('weight\n')
+        if policy == 'cpuset':
+            ctl[0].write_text('+cpuset\n')
+            part.mkdir()
+            (part / 'cpuset.cpus').write_text(f'{os.cpu_count() - 1}\n')
+            (part / 'cpuset.cpus.partition').write_text('root\n')
+        (PARAMS / 'unowned').write_text(policy + '\n')
         wait_samples(2)
-        return measure(load, k, active=True)
+        out = measure(load, k, active=True)
+        out['partitions'] = info().get('unowned_partitions')
+        return out
     finally:
         (PARAMS / 'unowned').write_text('none\n')
+        if part.exists():
+            (part / 'cpuset.cpus.partition').write_text('member\n')
+            part.rmdir()
+            ctl[0].write_text('-cpuset\n')
+            pin_self()
         for f in reversed(done):
             f.write_text('-cpu\n')
 
@@ -957,6 +974,7 @@ def sampler_measure(a, n, base_records, load, t0):
     row['active'] = measure(load, a.intervals, active=True)
     row['cache_overflows'] = info()['cache_overflows'] - c0
     row['active_unowned'] = unowned_measure(load, a.intervals)
+    row['active_cpuset'] = unowned_measure(load, a.intervals, 'cpuset')
     try:
         row['flood'] = reap_flood(a.flood_s)
     except Exception as e:      # noqa: BLE001 - keep the count's figures
